@@ -1,0 +1,3 @@
+"""memex: recall for AI coding agents."""
+
+__version__ = "0.1.0"

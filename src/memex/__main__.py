@@ -1,0 +1,3 @@
+from memex.cli.main import main
+
+main()

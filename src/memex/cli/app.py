@@ -1,0 +1,61 @@
+"""The runtime a command works with: configuration, database connections, and output streams."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+import orjson
+from rich.console import Console
+
+from memex.config import Config, load_config
+from memex.store.db import connect, connect_readonly
+
+# Lines are not wrapped at 80 columns when output goes to a pipe or a file.
+PIPE_WIDTH = 160
+
+
+@dataclass
+class App:
+    """Wires configuration, the store and the terminal together; commands receive it from click."""
+
+    config: Config = field(default_factory=load_config)
+    stdout: TextIO = field(default_factory=lambda: sys.stdout)
+    stderr: TextIO = field(default_factory=lambda: sys.stderr)
+    _conn: sqlite3.Connection | None = None
+
+    @property
+    def out(self) -> Console:
+        """Rich console on stdout: colour on a terminal, plain text (and wide lines) in a pipe."""
+        console = Console(file=self.stdout, highlight=False)
+        if not console.is_terminal:
+            console.width = PIPE_WIDTH
+        return console
+
+    @property
+    def err(self) -> Console:
+        return Console(file=self.stderr, highlight=False)
+
+    def db(self) -> sqlite3.Connection:
+        """A read-write connection (created and migrated on first use)."""
+        if self._conn is None:
+            self._conn = connect(self.config.db_path, self.config.busy_timeout_ms)
+        return self._conn
+
+    def db_readonly(self) -> sqlite3.Connection:
+        """A read-only connection for commands that only read."""
+        if self._conn is None:
+            self._conn = connect_readonly(self.config.db_path, self.config.busy_timeout_ms)
+        return self._conn
+
+    def emit_json(self, value: Any) -> None:
+        """Write `value` as indented JSON on stdout (the stable contract for scripts and agents)."""
+        data = orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str)
+        self.stdout.write(data.decode() + "\n")
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None

@@ -1,0 +1,75 @@
+"""`memex index`: ingest transcripts incrementally."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from memex.cli.app import App
+from memex.cli.render import byte_progress
+from memex.ingest.indexer import default_roots, discover, index_transcripts
+from memex.sources import ADAPTERS
+
+
+@click.command("index")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--agent",
+    "agents",
+    multiple=True,
+    type=click.Choice(sorted(ADAPTERS)),
+    help="Only this agent's transcripts (repeatable). Default: every agent.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.pass_obj
+def index_command(app: App, paths: tuple[Path, ...], agents: tuple[str, ...], as_json: bool) -> None:
+    """Index transcripts: the agents' default folders, or the files and folders given as PATHS."""
+    chosen = list(agents) or sorted(ADAPTERS)
+    if paths:
+        roots = {agent: [p.resolve() for p in paths] for agent in chosen}
+    else:
+        roots = default_roots(app.config, chosen)
+    transcripts = discover(roots)
+    conn = app.db()
+    total = sum(_size(t.path) for t in transcripts)
+    with byte_progress(app.err, total, "Indexing") as progress:
+        task = progress.task_ids[0]
+
+        def advance(transcript, _report) -> None:  # type: ignore[no-untyped-def]
+            progress.update(task, advance=_size(transcript.path), current=transcript.path.name)
+
+        report = index_transcripts(conn, app.config, transcripts, on_file=advance)
+    for warning in report.warnings:
+        app.err.print(f"[yellow]warning:[/] {warning}", markup=True, highlight=False)
+    if as_json:
+        app.emit_json(report.as_dict())
+        return
+    if not transcripts:
+        where = ", ".join(str(p) for ps in roots.values() for p in ps)
+        app.err.print(f"No transcripts found under {where}.")
+    table = Table(title="memex index", show_header=False, box=None)
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    rows = report.as_dict()
+    for label, key in [
+        ("files", "files"),
+        ("changed", "files_changed"),
+        ("sessions", "sessions"),
+        ("subagents", "subagents"),
+        ("turns written", "turns"),
+        ("lines read", "lines"),
+        ("bad lines skipped", "bad_lines"),
+        ("missing files", "missing_files"),
+        ("seconds", "seconds"),
+    ]:
+        table.add_row(label, str(rows[key]))
+    app.out.print(table)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

@@ -1,0 +1,54 @@
+"""Options shared by the read commands, and their conversion to store filters."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from memex.errors import UserError
+from memex.store.queries import Filters
+from memex.textutil import parse_when
+
+
+def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON (a stable contract).")(func)
+
+
+def filter_options(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Add the named filter options (project, agent, since, until, session, file, pr) to a command."""
+    available = {
+        "project": click.option("--project", help="A project folder (and below) or a project name."),
+        "agent": click.option("--agent", help="Only sessions of this agent (claude, codex, gemini)."),
+        "since": click.option("--since", help="From this date: 2026-05-01, ISO time, or 7d / 12h / 2w ago."),
+        "until": click.option("--until", help="Up to this date (a bare date includes the whole day)."),
+        "session": click.option("--session", help="Only this session (id or unique prefix)."),
+        "file": click.option("--file", "file_path", help="Only turns that touched this file."),
+        "pr": click.option("--pr", type=int, help="Only sessions linked to this pull request number."),
+    }
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        for name in reversed(names):
+            func = available[name](func)
+        return func
+
+    return decorate
+
+
+def build_filters(**options: Any) -> Filters:
+    """Store filters from the command's filter options (dates parsed, with one clear error)."""
+    try:
+        since = parse_when(options["since"]) if options.get("since") else None
+        until = parse_when(options["until"], end_of_day=True) if options.get("until") else None
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    return Filters(
+        project=options.get("project"),
+        agent=options.get("agent"),
+        since=since,
+        until=until,
+        session=options.get("session"),
+        file=options.get("file_path"),
+        pr=options.get("pr"),
+    )

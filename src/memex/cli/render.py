@@ -1,0 +1,45 @@
+"""Shared terminal rendering: dates, session labels, and progress bars."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+
+def short_time(timestamp: str | None) -> str:
+    """`2026-05-03 00:20` from a stored timestamp (UTC)."""
+    if not timestamp:
+        return "—"
+    return timestamp[:16].replace("T", " ")
+
+
+def project_name(project_dir: str | None) -> str:
+    """The last folder of a project path."""
+    if not project_dir:
+        return "—"
+    return project_dir.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1] or project_dir
+
+
+def subagent_label(agent_id: str | None) -> str:
+    return f"[Subagent: {agent_id}]" if agent_id else ""
+
+
+@contextmanager
+def byte_progress(console: Console, total: int, description: str) -> Iterator[Progress]:
+    """A progress bar over bytes on the console (hidden when it is not a terminal)."""
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[current]}", style="dim"),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    )
+    with progress:
+        progress.add_task(description, total=total, current="")
+        yield progress

@@ -1,0 +1,58 @@
+"""`memex search QUERY`: find past turns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.text import Text
+
+from memex.cli.app import App
+from memex.cli.options import build_filters, filter_options, json_option
+from memex.cli.render import project_name, short_time, subagent_label
+from memex.cli.show import styled_turn_text
+from memex.errors import UserError
+from memex.search.lexical import lexical_search
+from memex.textutil import shorten
+
+EXCERPT_CHARS = 400
+
+
+@click.command("search")
+@click.argument("query", nargs=-1, required=True)
+@filter_options("project", "agent", "since", "until", "session", "file", "pr")
+@click.option("--limit", type=click.IntRange(1), default=10, show_default=True)
+@click.option("--full", is_flag=True, help="Print each turn's whole text, not an excerpt.")
+@json_option
+@click.pass_obj
+def search_command(app: App, query: tuple[str, ...], limit: int, full: bool, as_json: bool, **options: Any) -> None:
+    """Search past turns for QUERY (words, identifiers, paths; any language)."""
+    text = " ".join(query).strip()
+    if not text:
+        raise UserError("the search query is empty")
+    results = lexical_search(app.db_readonly(), text, build_filters(**options), limit)
+    if as_json:
+        app.emit_json(results)
+        return
+    if not results:
+        app.err.print("No matching turns.")
+        return
+    out = app.out
+    for number, hit in enumerate(results, 1):
+        head = Text(f"{number}. ", style="bold")
+        head.append(hit["session_id"][:8], style="cyan")
+        head.append(
+            f"  {short_time(hit['started_at'])} · {hit['agent']} · {project_name(hit['project_dir'])}", style="dim"
+        )
+        if hit["agent_id"]:
+            head.append(f" {subagent_label(hit['agent_id'])}", style="magenta")
+        out.print(head)
+        if hit["title"]:
+            out.print(Text("   " + shorten(hit["title"], 100), style="bold"))
+        body = (
+            styled_turn_text(hit["full_text"], drop_reaction=False)
+            if full
+            else Text("   " + shorten(hit["matched_chunk"], EXCERPT_CHARS))
+        )
+        out.print(body)
+        out.print()

@@ -1,0 +1,53 @@
+"""Files a turn touched: tool inputs, `@path` mentions in prompts; paths normalised to the project root."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterator
+
+from memex.sources.model import ToolUse
+
+# Keys under which agents' tools name a file or folder (Claude, Gemini and MCP tools alike).
+_PATH_KEYS = ("file_path", "notebook_path", "path", "absolute_path", "filePath", "dir_path")
+_WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
+# `@src/app.py`, `@./README.md`, `@docs/` — a path-looking word after '@' at a word start (not emails).
+_AT_MENTION = re.compile(r"(?:(?<=\s)|^)@((?:~|\.{1,2})?/?(?:[\w.\-]+/)*[\w.\-]+/?)", re.MULTILINE)
+
+
+def normalize_path(path: str, project_dir: str | None) -> str:
+    """A path relative to the project root when inside it, else absolute; always with `/`."""
+    path = path.strip()
+    if _WINDOWS_DRIVE.match(path) or "\\" in path:
+        path = path.replace("\\", "/")
+    path = posixpath.normpath(path) if path else path
+    if project_dir:
+        root = posixpath.normpath(project_dir.replace("\\", "/"))
+        if path == root:
+            return "."
+        if path.startswith(root + "/"):
+            return path[len(root) + 1 :]
+    return path.removeprefix("./")
+
+
+def tool_paths(tool: ToolUse) -> Iterator[str]:
+    """The file paths named in one tool call's input."""
+    for key in _PATH_KEYS:
+        value = tool.input.get(key)
+        if isinstance(value, str) and value.strip():
+            yield value
+    edits = tool.input.get("edits")
+    if tool.name == "MultiEdit" and isinstance(edits, list):
+        for edit in edits:
+            if isinstance(edit, dict) and isinstance(edit.get("file_path"), str):
+                yield edit["file_path"]
+
+
+def at_mentions(text: str) -> list[str]:
+    """Paths the user pointed at with `@path` in a prompt (a word with a `/` or a file extension)."""
+    found = []
+    for match in _AT_MENTION.finditer(text):
+        candidate = match.group(1).rstrip(".")
+        if "/" in candidate or re.search(r"\.\w{1,8}$", candidate):
+            found.append(candidate)
+    return found

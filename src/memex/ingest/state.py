@@ -1,0 +1,94 @@
+"""Where each transcript stream stopped: line index, byte offsets, and what the file looked like then.
+
+A stream is a session's main transcript (`sessions`) or one subagent transcript (`subagent_sessions`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from dataclasses import dataclass, fields
+from typing import BinaryIO
+
+# Bytes hashed at the head of the consumed part and just before the stop point: enough to tell an
+# append from a rewrite without reading the file again.
+HEAD_CHECK_BYTES = 1024
+TAIL_CHECK_BYTES = 256
+
+
+@dataclass
+class StreamState:
+    """Progress of one stream. `resume_*` is where the next run re-reads from (the provisional turn)."""
+
+    last_line_index: int = 0
+    last_offset: int = 0
+    resume_line_index: int = 0
+    resume_offset: int = 0
+    provisional_turn_start: int | None = None
+    last_compact_line_index: int | None = None
+    file_size: int | None = None
+    file_mtime_ns: int | None = None
+    head_hash: str | None = None
+    tail_hash: str | None = None
+    bad_lines: int = 0
+
+
+_COLUMNS = [f.name for f in fields(StreamState)]
+
+
+def _digest(handle: BinaryIO, start: int, length: int) -> str:
+    handle.seek(start)
+    return hashlib.blake2b(handle.read(length), digest_size=12).hexdigest()
+
+
+def file_checks(handle: BinaryIO, consumed: int) -> tuple[str, str]:
+    """Hashes of the head and of the tail of the first `consumed` bytes of a file."""
+    head = _digest(handle, 0, min(consumed, HEAD_CHECK_BYTES))
+    tail_start = max(0, consumed - TAIL_CHECK_BYTES)
+    return head, _digest(handle, tail_start, consumed - tail_start)
+
+
+def is_append_of(handle: BinaryIO, size: int, state: StreamState) -> bool:
+    """True when the file still begins with the bytes this state consumed (it only grew, or is the same)."""
+    if size < state.last_offset:
+        return False
+    return file_checks(handle, state.last_offset) == (state.head_hash, state.tail_hash)
+
+
+def load_state(conn: sqlite3.Connection, session_id: str, agent_id: str) -> StreamState | None:
+    """The stored progress of a stream, or None when it was never ingested."""
+    columns = ", ".join(_COLUMNS)
+    if agent_id:
+        row = conn.execute(
+            f"SELECT {columns} FROM subagent_sessions WHERE session_id = ? AND agent_id = ?",
+            (session_id, agent_id),
+        ).fetchone()
+    else:
+        row = conn.execute(
+            f"SELECT {columns} FROM sessions WHERE session_id = ? AND file_size IS NOT NULL", (session_id,)
+        ).fetchone()
+    return StreamState(**dict(row)) if row else None
+
+
+def save_state(
+    conn: sqlite3.Connection, session_id: str, agent_id: str, transcript_path: str, state: StreamState, now: str
+) -> None:
+    """Record a stream's progress (the session row itself must exist)."""
+    values = [getattr(state, name) for name in _COLUMNS]
+    assignments = ", ".join(f"{name} = ?" for name in _COLUMNS)
+    if agent_id:
+        conn.execute(
+            "INSERT OR IGNORE INTO subagent_sessions (session_id, agent_id, transcript_path, updated_at) "
+            "VALUES (?, ?, ?, ?)",
+            (session_id, agent_id, transcript_path, now),
+        )
+        conn.execute(
+            f"UPDATE subagent_sessions SET transcript_path = ?, updated_at = ?, {assignments} "
+            "WHERE session_id = ? AND agent_id = ?",
+            [transcript_path, now, *values, session_id, agent_id],
+        )
+    else:
+        conn.execute(
+            f"UPDATE sessions SET transcript_path = ?, updated_at = ?, {assignments} WHERE session_id = ?",
+            [transcript_path, now, *values, session_id],
+        )

@@ -1,0 +1,195 @@
+"""Grouping normalised entries into turns: prompt n + the assistant's work n + user message n+1.
+
+A turn runs from one real user prompt to the next. Tool-result lines, meta messages and the several
+lines of one assistant response all fall inside it. Lines without conversation (file snapshots, system
+records, titles) that come just before a prompt open the next turn's window, so that re-reading from a
+turn's first line always rebuilds that turn exactly.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from memex.ingest.mentions import at_mentions, normalize_path, tool_paths
+from memex.sources.model import Entry
+from memex.textutil import shorten
+
+# A turn's indexed text is capped: one pasted log or generated file must not become thousands of
+# chunks. The transcript keeps everything; `memex show --raw` reads it.
+MAX_TURN_TEXT_CHARS = 200_000
+# Tool summaries list at most this many files and commands.
+MAX_SUMMARY_FILES = 25
+MAX_SUMMARY_COMMANDS = 10
+
+_CONVERSATION_KINDS = {"prompt", "compact_summary", "assistant", "tool_result", "user_meta"}
+
+
+@dataclass
+class Turn:
+    """One turn as built from entries, before it is written."""
+
+    line_index: int
+    kind: str  # "prompt", "compaction", or "preamble" (assistant work before any prompt)
+    agent_id: str = ""
+    is_sidechain: bool = False
+    prompt_text: str = ""
+    reaction_text: str = ""
+    end_line_index: int = 0
+    started_at: str | None = None
+    ended_at: str | None = None
+    provisional: bool = True
+    response_parts: list[str] = field(default_factory=list)
+    tool_counts: Counter[str] = field(default_factory=Counter)
+    commands: list[str] = field(default_factory=list)
+    raw_files: list[tuple[str, str]] = field(default_factory=list)  # (path as written, tool name)
+    _seen_blocks: set[tuple[str | None, str]] = field(default_factory=set)
+
+    @property
+    def response_text(self) -> str:
+        return "\n\n".join(self.response_parts)
+
+    def full_text(self) -> str:
+        """The turn as readable text: prompt, the assistant's answer, and the user's next message."""
+        parts = []
+        if self.prompt_text:
+            label = "Compaction summary" if self.kind == "compaction" else "User"
+            parts.append(f"{label}: {self.prompt_text}")
+        response = self.response_text
+        if response:
+            parts.append(f"Assistant: {response}")
+        if self.reaction_text:
+            parts.append(f"User (next): {self.reaction_text}")
+        text = "\n\n".join(parts)
+        if len(text) > MAX_TURN_TEXT_CHARS:
+            text = text[:MAX_TURN_TEXT_CHARS] + "\n[… truncated by memex]"
+        return text
+
+    def files(self, project_dir: str | None) -> list[tuple[str, str]]:
+        """(normalised path, tool name) pairs, each pair once, in first-seen order."""
+        seen: dict[tuple[str, str], None] = {}
+        for path, tool in self.raw_files:
+            normalized = normalize_path(path, project_dir)
+            if normalized:
+                seen.setdefault((normalized, tool), None)
+        return list(seen)
+
+    def tool_summary(self, project_dir: str | None) -> str:
+        """Tools used, files touched and commands run, on a few lines."""
+        lines = []
+        if self.tool_counts:
+            lines.append("Tools: " + ", ".join(f"{name} ×{n}" for name, n in self.tool_counts.most_common()))
+        paths = list(dict.fromkeys(path for path, _ in self.files(project_dir)))
+        if paths:
+            more = f" (+{len(paths) - MAX_SUMMARY_FILES} more)" if len(paths) > MAX_SUMMARY_FILES else ""
+            lines.append("Files: " + ", ".join(paths[:MAX_SUMMARY_FILES]) + more)
+        if self.commands:
+            shown = [f"`{shorten(c, 120)}`" for c in self.commands[:MAX_SUMMARY_COMMANDS]]
+            lines.append("Commands: " + "; ".join(shown))
+        return "\n".join(lines)
+
+
+class TurnBuilder:
+    """Feed it one stream's entries in line order (`add`), then `finish` to get its turns."""
+
+    def __init__(self, agent_id: str = "", is_sidechain: bool = False) -> None:
+        self.agent_id = agent_id
+        self.is_sidechain = is_sidechain
+        self.turns: list[Turn] = []
+        self.current: Turn | None = None
+        self.lead: list[Entry] = []  # non-conversation entries since the last conversation entry
+        self.compact_lines: list[int] = []
+        self.end_line_index = 0
+
+    def _start(self, kind: str, entry: Entry) -> Turn:
+        if self.current is not None:
+            self.current.provisional = False
+            self.turns.append(self.current)
+        start = self.lead[0].line_index if self.lead else entry.line_index
+        turn = Turn(
+            line_index=start,
+            kind=kind,
+            agent_id=self.agent_id,
+            is_sidechain=self.is_sidechain or entry.is_sidechain,
+            started_at=entry.timestamp,
+        )
+        self.current = turn
+        self._flush_lead()
+        return turn
+
+    def _flush_lead(self) -> None:
+        assert self.current is not None
+        for entry in self.lead:
+            for path in entry.extra.get("files", ()):
+                self.current.raw_files.append((path, "file_history_snapshot"))
+        self.lead.clear()
+
+    def add(self, entry: Entry) -> None:
+        """Take the next entry of the stream."""
+        self.end_line_index = entry.line_index
+        if entry.kind == "compact_boundary":
+            self.compact_lines.append(entry.line_index)
+        if entry.kind not in _CONVERSATION_KINDS:
+            self.lead.append(entry)
+            return
+        if entry.kind == "prompt":
+            if self.current is not None:
+                self.current.reaction_text = entry.text or "[image]"
+            turn = self._start("prompt", entry)
+            turn.prompt_text = entry.text or "[image]"
+            turn.raw_files.extend((path, "at_mention") for path in at_mentions(turn.prompt_text))
+        elif entry.kind == "compact_summary":
+            turn = self._start("compaction", entry)
+            turn.prompt_text = entry.text
+        elif self.current is None:
+            if entry.kind != "assistant":
+                return  # tool output or meta text with no turn to belong to
+            turn = self._start("preamble", entry)
+        else:
+            turn = self.current
+            self._flush_lead()
+        turn.end_line_index = entry.line_index
+        turn.ended_at = entry.timestamp or turn.ended_at
+        turn.started_at = turn.started_at or entry.timestamp
+        if entry.kind == "assistant":
+            self._add_assistant(turn, entry)
+
+    def _add_assistant(self, turn: Turn, entry: Entry) -> None:
+        # Lines sharing a message id are one response; some versions repeat a block on later lines.
+        for block in entry.blocks:
+            if block.kind == "text" and block.text.strip():
+                key = (entry.message_id, block.text)
+                if entry.message_id and key in turn._seen_blocks:
+                    continue
+                turn._seen_blocks.add(key)
+                turn.response_parts.append(block.text.strip())
+            elif block.tool is not None:
+                key = (entry.message_id, f"tool:{block.tool.id}")
+                if entry.message_id and block.tool.id and key in turn._seen_blocks:
+                    continue
+                turn._seen_blocks.add(key)
+                tool = block.tool
+                turn.tool_counts[tool.name] += 1
+                turn.raw_files.extend((path, tool.name) for path in tool_paths(tool))
+                command = tool.input.get("command")
+                if isinstance(command, str) and command.strip():
+                    turn.commands.append(command.strip())
+                elif isinstance(command, list) and all(isinstance(c, str) for c in command):
+                    turn.commands.append(" ".join(command))
+
+    def finish(self) -> list[Turn]:
+        """All turns of the stream; the last one stays provisional (its next user message is unknown)."""
+        if self.current is not None:
+            self._flush_lead()
+            self.turns.append(self.current)
+            self.current = None
+        return self.turns
+
+    @property
+    def resume_line_index(self) -> int | None:
+        """Where the next ingest must start re-reading: the provisional turn, or unattached lead lines."""
+        if self.current is not None:
+            return self.current.line_index
+        if self.lead:
+            return self.lead[0].line_index
+        return None

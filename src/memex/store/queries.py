@@ -1,0 +1,212 @@
+"""Read queries over the store: filters, sessions, turns, statistics."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memex.errors import UserError
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What narrows a search or a listing. Every field is optional."""
+
+    project: str | None = None  # a path (this folder and below) or a folder name
+    agent: str | None = None
+    since: str | None = None  # normalised timestamps
+    until: str | None = None
+    session: str | None = None  # a session id or unique prefix
+    file: str | None = None  # turns that touched this file
+    pr: int | None = None  # sessions linked to this pull request
+    include_subagents: bool = True
+
+    def session_clauses(self, s: str = "s") -> tuple[list[str], list[Any]]:
+        """SQL conditions (and their parameters) on the sessions table aliased `s`."""
+        clauses: list[str] = []
+        params: list[Any] = []
+        if self.project:
+            clauses.append(f"({s}.project_dir = ? OR {s}.project_dir LIKE ? ESCAPE '\\')")
+            if "/" in self.project or self.project in (".", "~"):
+                root = str(Path(self.project).expanduser().resolve())
+                params += [root, _like_escape(root) + "/%"]
+            else:
+                params += [self.project, "%/" + _like_escape(self.project)]
+        if self.agent:
+            clauses.append(f"{s}.agent = ?")
+            params.append(self.agent)
+        if self.session:
+            clauses.append(f"{s}.session_id LIKE ? ESCAPE '\\'")
+            params.append(_like_escape(self.session) + "%")
+        if self.pr is not None:
+            clauses.append(f"{s}.session_id IN (SELECT session_id FROM pr_links WHERE pr_number = ?)")
+            params.append(self.pr)
+        return clauses, params
+
+    def turn_clauses(self, t: str = "t", s: str = "s") -> tuple[list[str], list[Any]]:
+        """SQL conditions on turns aliased `t` joined to their session aliased `s`."""
+        clauses, params = self.session_clauses(s)
+        if self.since:
+            clauses.append(f"coalesce({t}.started_at, {s}.started_at) >= ?")
+            params.append(self.since)
+        if self.until:
+            clauses.append(f"coalesce({t}.started_at, {s}.started_at) <= ?")
+            params.append(self.until)
+        if not self.include_subagents:
+            clauses.append(f"{t}.agent_id = ''")
+        if self.file:
+            forms = file_forms(self.file)
+            alternatives = " OR ".join(["fm.file_path = ?"] * len(forms) + ["fm.file_path LIKE ? ESCAPE '\\'"])
+            clauses.append(f"{t}.id IN (SELECT fm.turn_id FROM file_mentions fm WHERE {alternatives})")
+            params += [*forms, "%/" + _like_escape(forms[-1])]
+        return clauses, params
+
+
+def _like_escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def file_forms(path: str) -> list[str]:
+    """Ways a file may be stored in `file_mentions`: as given, and relative to the current folder."""
+    forms = [path.rstrip("/")]
+    if os.path.isabs(path):
+        cwd = os.getcwd()
+        if path.startswith(cwd + os.sep):
+            forms.append(path[len(cwd) + 1 :])
+    else:
+        forms.append(os.path.normpath(path))
+    return list(dict.fromkeys(forms))
+
+
+def where(clauses: list[str]) -> str:
+    return (" WHERE " + " AND ".join(clauses)) if clauses else ""
+
+
+def list_sessions(conn: sqlite3.Connection, filters: Filters, limit: int = 20) -> list[dict[str, Any]]:
+    """Sessions newest first by start time, with their turn counts and pull requests."""
+    clauses, params = filters.session_clauses("s")
+    if filters.since:
+        clauses.append("s.started_at >= ?")
+        params.append(filters.since)
+    if filters.until:
+        clauses.append("s.started_at <= ?")
+        params.append(filters.until)
+    rows = conn.execute(
+        "SELECT s.session_id, s.agent, s.computer, s.project_dir, s.title, s.started_at, s.ended_at, "
+        "s.transcript_path, "
+        "(SELECT count(*) FROM turns t WHERE t.session_id = s.session_id AND t.agent_id = '') AS turns, "
+        "(SELECT count(*) FROM subagent_sessions a WHERE a.session_id = s.session_id) AS subagents, "
+        "(SELECT group_concat(pr_number) FROM pr_links p WHERE p.session_id = s.session_id) AS prs "
+        f"FROM sessions s{where(clauses)} "
+        "ORDER BY s.started_at IS NULL, s.started_at DESC, s.session_id LIMIT ?",
+        [*params, limit],
+    ).fetchall()
+    sessions = []
+    for row in rows:
+        item = dict(row)
+        item["prs"] = [int(n) for n in row["prs"].split(",")] if row["prs"] else []
+        sessions.append(item)
+    return sessions
+
+
+def resolve_session(conn: sqlite3.Connection, prefix: str) -> str:
+    """The full id of the one session whose id starts with `prefix`."""
+    prefix = prefix.strip()
+    if not prefix:
+        raise UserError("give a session id (or a unique prefix of one)")
+    rows = conn.execute(
+        "SELECT session_id FROM sessions WHERE session_id LIKE ? ESCAPE '\\' ORDER BY session_id LIMIT 6",
+        (_like_escape(prefix) + "%",),
+    ).fetchall()
+    if not rows:
+        raise UserError(f"no session matches {prefix!r}")
+    exact = [r["session_id"] for r in rows if r["session_id"] == prefix]
+    if exact:
+        return exact[0]
+    if len(rows) > 1:
+        shown = ", ".join(r["session_id"] for r in rows[:5])
+        raise UserError(f"{prefix!r} matches several sessions ({shown}…): give more characters")
+    return rows[0]["session_id"]
+
+
+def get_session(conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
+    """One session's row, with its pull requests and subagents."""
+    row = conn.execute("SELECT * FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+    if row is None:
+        raise UserError(f"no session {session_id!r}")
+    session = dict(row)
+    session["prs"] = [
+        dict(r)
+        for r in conn.execute(
+            "SELECT pr_number, pr_url, repository FROM pr_links WHERE session_id = ? ORDER BY pr_number",
+            (session_id,),
+        )
+    ]
+    session["subagents"] = [
+        r["agent_id"]
+        for r in conn.execute(
+            "SELECT agent_id FROM subagent_sessions WHERE session_id = ? ORDER BY agent_id", (session_id,)
+        )
+    ]
+    return session
+
+
+def session_turns(conn: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
+    """A session's turns in time order, subagent turns where they happened."""
+    rows = conn.execute(
+        "SELECT id, agent_id, line_index, kind, is_sidechain, provisional, prompt_text, full_text, "
+        "tool_summary, started_at, ended_at FROM turns WHERE session_id = ? "
+        "ORDER BY coalesce(started_at, ''), agent_id != '', line_index",
+        (session_id,),
+    ).fetchall()
+    return [dict(r) for r in rows]
+
+
+def turns_by_ids(conn: sqlite3.Connection, turn_ids: list[int]) -> dict[int, dict[str, Any]]:
+    """Turns with their session's fields, keyed by turn id."""
+    if not turn_ids:
+        return {}
+    marks = ",".join("?" * len(turn_ids))
+    rows = conn.execute(
+        "SELECT t.id, t.session_id, t.agent_id, t.line_index, t.kind, t.is_sidechain, t.provisional, "
+        "t.prompt_text, t.full_text, t.tool_summary, t.started_at, t.ended_at, s.agent, s.computer, "
+        f"s.project_dir, s.title FROM turns t JOIN sessions s ON s.session_id = t.session_id "
+        f"WHERE t.id IN ({marks})",
+        turn_ids,
+    ).fetchall()
+    return {r["id"]: dict(r) for r in rows}
+
+
+def statistics(conn: sqlite3.Connection, db_path: Path) -> dict[str, Any]:
+    """Counts of what the store holds, and its size on disk."""
+
+    def count(sql: str) -> int:
+        return conn.execute(sql).fetchone()[0]
+
+    by_agent = {
+        r["agent"]: r["n"]
+        for r in conn.execute("SELECT agent, count(*) AS n FROM sessions GROUP BY agent ORDER BY agent")
+    }
+    size = sum(
+        Path(str(db_path) + suffix).stat().st_size
+        for suffix in ("", "-wal", "-shm")
+        if Path(str(db_path) + suffix).exists()
+    )
+    return {
+        "database": str(db_path),
+        "database_bytes": size,
+        "sessions": count("SELECT count(*) FROM sessions"),
+        "sessions_by_agent": by_agent,
+        "subagent_sessions": count("SELECT count(*) FROM subagent_sessions"),
+        "entries": count("SELECT count(*) FROM entries"),
+        "turns": count("SELECT count(*) FROM turns"),
+        "provisional_turns": count("SELECT count(*) FROM turns WHERE provisional = 1"),
+        "chunks": count("SELECT count(*) FROM chunks"),
+        "file_mentions": count("SELECT count(*) FROM file_mentions"),
+        "pr_links": count("SELECT count(*) FROM pr_links"),
+        "bad_lines": count("SELECT coalesce(sum(bad_lines), 0) FROM sessions")
+        + count("SELECT coalesce(sum(bad_lines), 0) FROM subagent_sessions"),
+    }

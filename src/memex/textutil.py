@@ -1,0 +1,111 @@
+"""Text helpers shared by every layer: token estimates, CJK-aware search text, timestamps."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+# Han, Hiragana, Katakana, Hangul and CJK punctuation-free ranges. Scripts written without spaces
+# (and Korean, which glues particles to words) are indexed one character per token.
+_CJK_CLASS = (
+    "\u3040-\u30ff"  # Hiragana, Katakana
+    "\u3400-\u4dbf"  # CJK extension A
+    "\u4e00-\u9fff"  # CJK unified ideographs
+    "\uf900-\ufaff"  # CJK compatibility ideographs
+    "\uac00-\ud7af"  # Hangul syllables
+    "\u1100-\u11ff"  # Hangul jamo
+)
+_CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
+_TOKEN = re.compile(f"[{_CJK_CLASS}]|[^\\W{_CJK_CLASS}]+|[^\\w\\s]")
+_SYSTEM_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>\s*", re.DOTALL)
+
+
+def has_cjk(text: str) -> bool:
+    """True when the text holds any Chinese, Japanese or Korean character."""
+    return _CJK_CHAR.search(text) is not None
+
+
+def fts_text(text: str) -> str | None:
+    """The text FTS5 should index when it differs from the text itself, else None.
+
+    SQLite's unicode61 tokenizer keeps a run of CJK characters as one token, so a two-character word in
+    the middle of a Chinese sentence could never match; spacing every CJK character makes each one a
+    token and a query becomes a phrase of characters.
+    """
+    if not has_cjk(text):
+        return None
+    return _CJK_CHAR.sub(lambda m: f" {m.group(0)} ", text)
+
+
+def token_spans(text: str) -> list[tuple[int, int]]:
+    """Start/end offsets of the estimated tokens of `text` (words, CJK characters, punctuation)."""
+    return [m.span() for m in _TOKEN.finditer(text)]
+
+
+def estimate_tokens(text: str) -> int:
+    """A cheap, model-free token estimate (a little below a word-piece count for English)."""
+    return sum(1 for _ in _TOKEN.finditer(text))
+
+
+def strip_system_reminders(text: str) -> str:
+    """Remove `<system-reminder>…</system-reminder>` blocks the agent injected into a message."""
+    if "<system-reminder>" not in text:
+        return text
+    return _SYSTEM_REMINDER.sub("", text).strip()
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` on one line, cut to at most `limit` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: max(0, limit - 1)].rstrip() + "…"
+
+
+def normalize_timestamp(value: object) -> str | None:
+    """An ISO-8601 UTC timestamp with milliseconds (`2026-05-03T00:20:03.895Z`), or None if unreadable.
+
+    One format everywhere makes timestamps comparable as strings in SQL.
+    """
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = value / 1000 if value > 1e11 else value  # epoch milliseconds or seconds
+        try:
+            moment = datetime.fromtimestamp(seconds, UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    elif isinstance(value, str) and value:
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+    else:
+        return None
+    moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+_RELATIVE = re.compile(r"^(\d+)\s*([mhdwy])$")
+_UNIT_SECONDS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
+
+
+def parse_when(value: str, *, end_of_day: bool = False, now: datetime | None = None) -> str:
+    """A user's date (`2026-05-01`, ISO time, `7d`, `3h`, `2w`, `today`, `yesterday`) as a timestamp.
+
+    A bare date means its first moment, or its last one with `end_of_day` (for `--until`).
+    Raises ValueError with a readable message.
+    """
+    now = now or datetime.now(UTC)
+    text = value.strip().lower()
+    relative = _RELATIVE.match(text)
+    if relative:
+        moment = now.timestamp() - int(relative.group(1)) * _UNIT_SECONDS[relative.group(2)]
+        return normalize_timestamp(moment) or ""
+    if text in ("today", "yesterday"):
+        day = now.date() if text == "today" else datetime.fromtimestamp(now.timestamp() - 86400, UTC).date()
+        text = day.isoformat()
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text) and end_of_day:
+        text += "T23:59:59.999+00:00"
+    result = normalize_timestamp(text)
+    if result is None:
+        raise ValueError(f"cannot read {value!r} as a date: use 2026-05-01, 2026-05-01T14:00, 7d, 12h or 2w")
+    return result

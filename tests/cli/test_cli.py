@@ -1,0 +1,177 @@
+"""The memex CLI end to end, in-process against a real temporary store."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import MISC, SLAY
+from transcripts import ClaudeSession, simple_turn, text, tool_use
+
+SID = "aaaaaaaa-1111-2222-3333-444444444444"
+SID2 = "aaaabbbb-1111-2222-3333-444444444444"
+
+
+@pytest.fixture
+def corpus(tmp_path: Path, projects: Path) -> Path:
+    """Real sessions plus generated ones (Chinese prompt, code identifiers, a PR, a subagent)."""
+    root = projects
+    shutil.copy(SLAY, root / SLAY.name)
+    shop = root / "-home-dev-shop"
+    session = ClaudeSession(shop / f"{SID}.jsonl", SID, cwd="/home/dev/shop")
+    session.write(session.prompt("the parse_config_file helper crashes on src/memex/config_loader.py"))
+    session.write(
+        session.assistant(
+            text("Fixed parse_config_file: it now handles empty files."),
+            tool_use(
+                "t1", "Edit", file_path="/home/dev/shop/src/memex/config_loader.py", old_string="a", new_string="b"
+            ),
+        )
+    )
+    session.write(session.prompt("怎么删除一个 git worktree？我想清理掉旧的工作树"))
+    session.write(session.assistant(text("用 git worktree remove <path> 删除。")))
+    session.write(session.pr_link(321))
+    # A real transcript used as this session's subagent.
+    sub = shop / SID / "subagents" / "agent-a77.jsonl"
+    sub.parent.mkdir(parents=True)
+    shutil.copy(MISC / "representative_messages.jsonl", sub)
+    other = ClaudeSession(shop / f"{SID2}.jsonl", SID2, cwd="/home/dev/shop")
+    simple_turn(other, "unrelated question about caching", "use functools.cache")
+    return root
+
+
+def as_json(result) -> object:
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_index_summary(run, corpus: Path) -> None:
+    summary = as_json(run("index", str(corpus), "--json"))
+    assert summary["files"] == 20 and summary["subagents"] == 9 and summary["sessions"] == 11
+    assert summary["bad_lines"] == 0 and summary["turns"] > 0
+    again = as_json(run("index", str(corpus), "--json"))
+    assert again["files_changed"] == 0 and again["turns"] == 0
+
+
+def test_index_prints_a_table(run, corpus: Path) -> None:
+    result = run("index", str(corpus))
+    assert result.exit_code == 0
+    assert "subagents" in result.stdout and "bad lines skipped" in result.stdout
+
+
+def test_index_default_folder_from_config(run, corpus: Path, home: Path, monkeypatch) -> None:
+    monkeypatch.setenv("MEMEX_CLAUDE_DIR", str(corpus))
+    assert as_json(run("index", "--json"))["sessions"] == 11
+
+
+def test_sessions_list(run, corpus: Path) -> None:
+    run("index", str(corpus))
+    sessions = as_json(run("sessions", "list", "--json", "--limit", "50"))
+    starts = [s["started_at"] for s in sessions if s["started_at"]]
+    assert starts == sorted(starts, reverse=True)
+    assert sessions[0]["session_id"] == SLAY.stem  # 2026-05, the newest
+    shop = as_json(run("sessions", "list", "--json", "--project", "shop"))
+    assert {s["session_id"] for s in shop} == {SID, SID2}
+    by_path = as_json(run("sessions", "list", "--json", "--project", "/home/dev/shop"))
+    assert {s["session_id"] for s in by_path} == {SID, SID2}
+    with_pr = as_json(run("sessions", "list", "--json", "--pr", "321"))
+    assert [s["session_id"] for s in with_pr] == [SID] and with_pr[0]["prs"] == [321]
+    assert with_pr[0]["subagents"] == 1
+    recent = as_json(run("sessions", "list", "--json", "--since", "2026-01-01"))
+    assert SLAY.stem in {s["session_id"] for s in recent}
+    assert all(s["started_at"] >= "2026-01-01" for s in recent)
+    assert len(as_json(run("sessions", "list", "--json", "--limit", "2"))) == 2
+    table = run("sessions", "list")
+    assert "aaaaaaaa" in table.stdout and "PR #321" in table.stdout
+
+
+def test_show_by_prefix_marks_subagents(run, corpus: Path) -> None:
+    run("index", str(corpus))
+    result = run("show", "aaaaaaaa")
+    assert result.exit_code == 0
+    assert "[Subagent: a77]" in result.stdout
+    assert "parse_config_file" in result.stdout and "Python decorators" in result.stdout
+    data = as_json(run("show", "aaaaaaaa", "--json"))
+    assert data["session"]["session_id"] == SID
+    assert {t["agent_id"] for t in data["turns"]} == {"", "a77"}
+
+
+def test_show_errors_are_one_line(run, corpus: Path) -> None:
+    run("index", str(corpus))
+    ambiguous = run("show", "aaaa")
+    assert ambiguous.exit_code == 2
+    assert ambiguous.stderr.strip().count("\n") == 0 and "several sessions" in ambiguous.stderr
+    unknown = run("show", "zzzz")
+    assert unknown.exit_code == 2 and "no session matches" in unknown.stderr
+
+
+def test_show_raw_prints_the_transcript(run, corpus: Path) -> None:
+    run("index", str(corpus))
+    result = run("show", SLAY.stem, "--raw")
+    assert result.exit_code == 0 and result.stdout_bytes == SLAY.read_bytes()
+
+
+def test_search_code_identifiers_and_paths(run, corpus: Path) -> None:
+    run("index", str(corpus))
+    hits = as_json(run("search", "parse_config_file", "--json"))
+    assert hits[0]["session_id"] == SID
+    assert "handles empty files" in hits[0]["full_text"]  # the full turn text, not just the chunk
+    paths = as_json(run("search", "src/memex/config_loader.py", "--json"))
+    assert paths and paths[0]["session_id"] == SID
+    # `config` alone is a word of the identifier, not a match for a different one.
+    assert not as_json(run("search", "parse_config_files", "--json"))
+
+
+def test_search_chinese(run, corpus: Path) -> None:
+    run("index", str(corpus))
+    for query in ("工作树", "删除", "清理 worktree"):
+        hits = as_json(run("search", query, "--json"))
+        assert hits and "工作树" in hits[0]["full_text"], query
+
+
+def test_search_filters(run, corpus: Path) -> None:
+    run("index", str(corpus))
+    by_file = as_json(run("search", "parse_config_file", "--file", "src/memex/config_loader.py", "--json"))
+    assert [h["session_id"] for h in by_file] == [SID]
+    assert not as_json(run("search", "parse_config_file", "--file", "other.py", "--json"))
+    assert not as_json(run("search", "parse_config_file", "--project", "slay", "--json"))
+    assert as_json(run("search", "decorators", "--session", "aaaaaaaa", "--json"))[0]["agent_id"] == "a77"
+    assert not as_json(run("search", "decorators", "--until", "2020-01-01", "--json"))
+    assert as_json(run("search", "caching", "--limit", "1", "--json"))[0]["session_id"] == SID2
+
+
+def test_search_terminal_output(run, corpus: Path) -> None:
+    run("index", str(corpus))
+    result = run("search", "decorators")
+    assert result.exit_code == 0 and "[Subagent: a77]" in result.stdout
+
+
+def test_stats(run, corpus: Path) -> None:
+    run("index", str(corpus))
+    stats = as_json(run("stats", "--json"))
+    assert stats["sessions"] == 11 and stats["subagent_sessions"] == 9
+    assert stats["chunks"] >= stats["turns"] > 0 and stats["pr_links"] == 1 and stats["database_bytes"] > 0
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("search", "x", "--since", "someday"), "cannot read 'someday' as a date"),
+        (("sessions", "list", "--limit", "0"), "Invalid value"),
+        (("index", "/definitely/not/here"), "does not exist"),
+        (("search", "   "), "query is empty"),
+    ],
+)
+def test_user_errors_exit_non_zero_with_one_line(run, corpus: Path, args, message) -> None:
+    run("index", str(corpus))
+    result = run(*args)
+    assert result.exit_code == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_reading_before_indexing(run) -> None:
+    result = run("search", "anything")
+    assert result.exit_code == 2 and "run `memex index` first" in result.stderr
