@@ -1,0 +1,148 @@
+"""Ingest benchmark: full backfill throughput and incremental-ingest latency.
+
+    uv run python bench/ingest.py                 # 500 MB backfill corpus, 50 MB incremental transcript
+    uv run python bench/ingest.py --size-mb 50    # a quicker run
+
+The backfill corpus is the real Claude Code transcripts of ../shared/data/claude replicated (each copy with
+fresh session ids) to the requested size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from memex.config import load_config
+from memex.ingest.indexer import discover, index_transcripts
+from memex.ingest.pipeline import ingest_transcript
+from memex.sources import claude
+from memex.store.db import connect
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "claude"
+UUID_LIKE = 36
+
+
+def build_backfill_corpus(target: Path, size_mb: int) -> int:
+    """Copies of every shared Claude transcript, each copy with new session ids; returns bytes written."""
+    sources = [p for p in SHARED.rglob("*.jsonl") if p.stat().st_size > 0]
+    originals = [(p, p.read_bytes()) for p in sources]
+    ids = {p.stem for p in sources if len(p.stem) == UUID_LIKE}
+    written, copy = 0, 0
+    while written < size_mb * 1_048_576:
+        renames = {old: str(uuid.uuid4()) for old in ids}
+        folder = target / f"-home-bench-copy{copy}"
+        folder.mkdir(parents=True)
+        for path, data in originals:
+            for old, new in renames.items():
+                if old.encode() in data:
+                    data = data.replace(old.encode(), new.encode())
+            name = renames.get(path.stem, f"{path.stem}-{copy}") + ".jsonl"
+            if path.stem.startswith("agent-"):
+                name = path.name
+            (folder / name).write_bytes(data)
+            written += len(data)
+        copy += 1
+    return written
+
+
+def backfill(corpus: Path, home: Path, corpus_bytes: int) -> dict[str, float]:
+    config = load_config({"MEMEX_HOME": str(home), "MEMEX_COMPUTER": "bench"})
+    conn = connect(config.db_path)
+    transcripts = discover({"claude": [corpus]})
+    started = time.perf_counter()
+    report = index_transcripts(conn, config, transcripts)
+    seconds = time.perf_counter() - started
+    conn.close()
+    return {
+        "files": report.files,
+        "turns": report.turns,
+        "seconds": seconds,
+        "mb_per_s": corpus_bytes / 1_048_576 / seconds,
+        "turns_per_s": report.turns / seconds,
+    }
+
+
+def _turn_lines(session_id: str, n: int) -> bytes:
+    stamp = "2026-06-01T10:00:00.000Z"
+    base = {"sessionId": session_id, "cwd": "/home/bench/big", "timestamp": stamp, "isSidechain": False}
+    prompt = {**base, "type": "user", "uuid": f"u{n}", "message": {"role": "user", "content": f"append {n}"}}
+    answer = {
+        **base,
+        "type": "assistant",
+        "uuid": f"a{n}",
+        "message": {"id": f"m{n}", "role": "assistant", "content": [{"type": "text", "text": f"answer {n}"}]},
+    }
+    return (json.dumps(prompt) + "\n" + json.dumps(answer) + "\n").encode()
+
+
+def incremental(workdir: Path, size_mb: int, appends: int = 30) -> dict[str, float]:
+    """Latency of ingesting one appended turn into a transcript of `size_mb` megabytes."""
+    session_id = str(uuid.uuid4())
+    path = workdir / f"{session_id}.jsonl"
+    seed = (SHARED / "obra__episodic-memory" / "large-conversation.jsonl").read_bytes()
+    with path.open("wb") as handle:
+        while handle.tell() < size_mb * 1_048_576:
+            handle.write(seed)
+    config = load_config({"MEMEX_HOME": str(workdir / f"home-{size_mb}"), "MEMEX_COMPUTER": "bench"})
+    conn = connect(config.db_path)
+    transcript = claude.classify(path)
+    ingest_transcript(conn, config, transcript)
+    timings = []
+    for n in range(appends):
+        with path.open("ab") as handle:
+            handle.write(_turn_lines(session_id, n))
+        started = time.perf_counter()
+        ingest_transcript(conn, config, transcript)
+        timings.append((time.perf_counter() - started) * 1000)
+    conn.close()
+    timings.sort()
+    return {"p50_ms": statistics.median(timings), "p95_ms": timings[int(len(timings) * 0.95) - 1]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size-mb", type=int, default=500, help="backfill corpus size (default 500)")
+    parser.add_argument("--big-mb", type=int, default=50, help="transcript size for the incremental test")
+    args = parser.parse_args()
+    console = Console()
+    with tempfile.TemporaryDirectory(prefix="memex-bench-") as folder:
+        work = Path(folder)
+        console.print(f"building a {args.size_mb} MB corpus from {SHARED} …", style="dim")
+        corpus_bytes = build_backfill_corpus(work / "corpus", args.size_mb)
+        console.print("full backfill …", style="dim")
+        full = backfill(work / "corpus", work / "home", corpus_bytes)
+        console.print("incremental ingest …", style="dim")
+        small = incremental(work, max(1, args.big_mb // 10))
+        big = incremental(work, args.big_mb)
+
+    table = Table(title="memex ingest benchmark")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_column("target", justify="right")
+    table.add_row(
+        f"full backfill ({corpus_bytes / 1_048_576:.0f} MB, {full['files']} files)",
+        f"{full['mb_per_s']:.1f} MB/s",
+        "≥ 20 MB/s",
+    )
+    table.add_row("  turns per second", f"{full['turns_per_s']:,.0f}", "")
+    table.add_row("  wall time", f"{full['seconds']:.1f} s", "")
+    for label, result in ((f"{max(1, args.big_mb // 10)} MB", small), (f"{args.big_mb} MB", big)):
+        table.add_row(
+            f"incremental, one turn appended to {label}",
+            f"p50 {result['p50_ms']:.1f} ms · p95 {result['p95_ms']:.1f} ms",
+            "< 100 ms",
+        )
+    console.print(table)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
