@@ -21,6 +21,7 @@ REACTION_MAX_TOKENS = 25
 FILES_MAX_TOKENS = 40
 # A block smaller than this is not worth showing: the budget is spent.
 MIN_BLOCK_TOKENS = 40
+MIN_BLOCK_CHARS = 200
 
 _REACTION = "\n\nUser (next): "
 _ASSISTANT = "Assistant: "
@@ -106,13 +107,22 @@ def turn_block(turn: dict[str, Any], budget: int, *, project: bool = True, prefi
 
 
 def fit(intro: str, blocks: Iterable[str], budget: int, max_chars: int) -> str:
-    """The intro and as many blocks as fit in the budget and the character ceiling; "" with no block."""
+    """The intro and as many blocks as fit in the budget and the character ceiling; "" with no block.
+
+    A block that would cross the character ceiling is cut there, when enough room is left to be useful.
+    """
     text = intro
     used = estimate_tokens(intro)
     count = 0
     for block in blocks:
         cost = estimate_tokens(block)
-        if used + cost > budget or len(text) + len(block) + 2 > max_chars:
+        if used + cost > budget:
+            break
+        room = max_chars - len(text) - 2
+        if len(block) > room:
+            if room >= MIN_BLOCK_CHARS:
+                text += "\n\n" + block[: room - 1].rstrip() + "…"
+                count += 1
             break
         text += "\n\n" + block
         used += cost
