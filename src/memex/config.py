@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import socket
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,13 +15,23 @@ from memex.errors import ConfigError
 DEFAULT_HOME = Path("~/.local/share/memex")
 
 
+def _hostname() -> str:
+    """This machine's name (os.uname spares the hooks importing socket on every run)."""
+    try:
+        return os.uname().nodename
+    except AttributeError:  # not POSIX
+        import socket
+
+        return socket.gethostname()
+
+
 @dataclass(frozen=True)
 class Config:
     """Resolved settings for one memex process."""
 
     home: Path
     # The machine this store belongs to; names local sessions and mirrors (default: hostname).
-    computer: str = field(default_factory=socket.gethostname)
+    computer: str = field(default_factory=_hostname)
     # Where each agent writes its transcripts.
     claude_dir: Path = Path("~/.claude/projects")
     codex_dir: Path = Path("~/.codex/sessions")
@@ -128,6 +136,8 @@ def load_config(env: dict[str, str] | None = None) -> Config:
     values: dict[str, object] = {}
     config_file = home / "config.toml"
     if config_file.is_file():
+        import tomllib  # only when there is a file to read (hooks start fast without one)
+
         try:
             values.update(tomllib.loads(config_file.read_text(encoding="utf-8")))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -14,7 +14,7 @@ def main() -> None:
     if sys.argv[1:2] == ["hook"]:
         from memex.hooks.events import main as hook_main
 
-        sys.exit(hook_main(sys.argv[2:]))
+        hook_main(sys.argv[2:], fast_exit=True)
     from memex.cli.main import main as cli_main
 
     cli_main()

@@ -102,7 +102,7 @@ def status_command(app: App, project_dir: Path | None, settings_file: Path | Non
         try:
             data = installer.SettingsFile.read(path).data
             events, error = installer.installed(data), None
-        except Exception as exc:
+        except Exception as exc:  # status reports an unreadable file, it does not fail on it
             events, error = {}, str(exc)
         places.append(
             {"scope": scope, "settings": str(path), "exists": path.exists(), "events": events, "error": error}

@@ -7,7 +7,6 @@ nothing); none of them writes.
 from __future__ import annotations
 
 import contextlib
-import os
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -55,11 +54,6 @@ def deadline(conn: sqlite3.Connection, milliseconds: int) -> Iterator[None]:
         yield
     finally:
         conn.set_progress_handler(None, 0)
-
-
-def project_of(payload: dict[str, Any]) -> str | None:
-    """The project a hook runs in: Claude Code's project root when it says, else the working folder."""
-    return os.environ.get("CLAUDE_PROJECT_DIR") or payload.get("project_dir") or payload.get("cwd") or None
 
 
 def recall_answer(conn: sqlite3.Connection, config: Config, request: dict[str, Any]) -> tuple[str, int]:

@@ -18,12 +18,10 @@ rich (`python -X importtime -m memex hook Stop < event.json` shows what a hook p
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import sys
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +45,26 @@ class Hook:
     payload: dict[str, Any]
     config: Config
     log: dict[str, Any] = field(default_factory=dict)
+    conn: Any = None  # the one store connection of this run, opened on first use
+
+    def store(self, write: bool = False) -> Any:
+        """The store: for writing (created if missing, waits for other writers) or for reading (None when
+        there is no store yet; gives up at once on a locked file)."""
+        from memex.store.db import connect
+
+        timeout = self.config.hook_write_busy_timeout_ms if write else self.config.hook_read_busy_timeout_ms
+        if self.conn is None:
+            if not write and not self.config.db_path.exists():
+                self.log["detail"] = "no database"
+                return None
+            self.conn = connect(self.config.db_path, timeout)
+        self.conn.execute(f"PRAGMA busy_timeout = {int(timeout)}")
+        return self.conn
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
 
     @property
     def session_id(self) -> str | None:
@@ -97,6 +115,7 @@ def _pending_bytes(conn: Any, transcript: Any) -> int | None:
 
 def _hand_off(hook: Hook, paths: list[Path]) -> bool:
     """Ingest a large backlog in a detached `memex index` (one at a time per session); True if started."""
+    import hashlib
     import subprocess
 
     runs = hook.config.home / "run"
@@ -123,7 +142,6 @@ def ingest_session(hook: Hook, with_subagents: bool = True) -> bool:
     from memex.ingest.indexer import session_transcripts
     from memex.ingest.pipeline import ingest_transcript
     from memex.sources import claude
-    from memex.store.db import connect
 
     path = _main_transcript(hook)
     if path is None or not path.is_file():
@@ -131,21 +149,18 @@ def ingest_session(hook: Hook, with_subagents: bool = True) -> bool:
         return False
     transcripts = session_transcripts(path) if with_subagents else claude.discover([path])
     config = hook.config
-    conn = connect(config.db_path, config.hook_write_busy_timeout_ms)
-    try:
-        pending = [(t, n) for t in transcripts if (n := _pending_bytes(conn, t)) is not None]
-        backlog = sum(n for _, n in pending)
-        hook.log["files"] = len(pending)
-        if backlog > config.hook_inline_ingest_max_bytes:
-            started = _hand_off(hook, [t.path for t, _ in pending])
-            hook.log["detail"] = f"{backlog} bytes handed to a background index" + ("" if started else " (running)")
-            return False
-        turns = 0
-        for transcript, _ in pending:
-            turns += ingest_transcript(conn, config, transcript).turns
-        hook.log["turns"] = turns
-    finally:
-        conn.close()
+    conn = hook.store(write=True)
+    pending = [(t, n) for t in transcripts if (n := _pending_bytes(conn, t)) is not None]
+    backlog = sum(n for _, n in pending)
+    hook.log["files"] = len(pending)
+    if backlog > config.hook_inline_ingest_max_bytes:
+        started = _hand_off(hook, [t.path for t, _ in pending])
+        hook.log["detail"] = f"{backlog} bytes handed to a background index" + ("" if started else " (running)")
+        return False
+    turns = 0
+    for transcript, _ in pending:
+        turns += ingest_transcript(conn, config, transcript).turns
+    hook.log["turns"] = turns
     return True
 
 
@@ -157,38 +172,34 @@ def on_stop(hook: Hook) -> str:
 
 def on_pre_compact(hook: Hook) -> str:
     """PreCompact: ingest, then record where the compaction happens (what SessionStart re-injects from)."""
-    from memex.store.db import connect, transaction
+    from memex.store.db import transaction
 
     if not ingest_session(hook):
         return ""
     path = _main_transcript(hook)
-    conn = connect(hook.config.db_path, hook.config.hook_write_busy_timeout_ms)
-    try:
-        with transaction(conn):
-            conn.execute(
-                "UPDATE sessions SET last_compact_line_index = last_line_index WHERE transcript_path = ?",
-                (str(path.resolve()) if path else "",),
-            )
-    finally:
-        conn.close()
+    conn = hook.store(write=True)
+    with transaction(conn):
+        conn.execute(
+            "UPDATE sessions SET last_compact_line_index = last_line_index WHERE transcript_path = ?",
+            (str(path.resolve()) if path else "",),
+        )
     return ""
 
 
 # --- context (UserPromptSubmit, SessionStart, PreToolUse, SubagentStart) ------------------------------
 
 
-def _read_store(hook: Hook) -> Any:
-    from memex.hooks.answers import open_store
-
-    conn = open_store(hook.config, hook.config.hook_read_busy_timeout_ms)
-    if conn is None:
-        hook.log["detail"] = "no database"
-    return conn
+def project_of(payload: dict[str, Any]) -> str | None:
+    """The project a hook runs in: Claude Code's project root when it says, else the working folder."""
+    return os.environ.get("CLAUDE_PROJECT_DIR") or payload.get("cwd") or None
 
 
 def on_prompt(hook: Hook) -> str:
-    """UserPromptSubmit: recalled turns of other sessions, or nothing (gated, or nothing relevant)."""
-    from memex.hooks.answers import project_of
+    """UserPromptSubmit: recalled turns of other sessions, or nothing (gated, or nothing relevant).
+
+    The warm server answers when it runs (this process then imports no search code at all); else this
+    process answers itself and starts a server for the next prompt.
+    """
     from memex.hooks.gate import gate
 
     prompt = hook.text("prompt") or ""
@@ -212,13 +223,10 @@ def on_prompt(hook: Hook) -> str:
             warm.spawn(hook.config)
     from memex.hooks.answers import recall_answer
 
-    conn = _read_store(hook)
+    conn = hook.store()
     if conn is None:
         return ""
-    try:
-        text, hits = recall_answer(conn, hook.config, request)
-    finally:
-        conn.close()
+    text, hits = recall_answer(conn, hook.config, request)
     hook.log.update(path="cold", hits=hits)
     return text
 
@@ -231,22 +239,21 @@ def on_session_start(hook: Hook) -> str:
         hook.log["detail"] = f"source {hook.payload.get('source')!r}"
         return ""
     ingest_session(hook, with_subagents=False)  # the boundary line may not be in the store yet
-    conn = _read_store(hook)
+    conn = hook.store()
     if conn is None:
         return ""
-    try:
-        session = session_row(conn, hook.session_id, hook.text("transcript_path"))
-        if session is None:
-            hook.log["detail"] = "session not indexed"
-            return ""
-        text, turns = compacted_answer(conn, hook.config, session)
-    finally:
-        conn.close()
+    session = session_row(conn, hook.session_id, hook.text("transcript_path"))
+    if session is None:
+        hook.log["detail"] = "session not indexed"
+        return ""
+    text, turns = compacted_answer(conn, hook.config, session)
     hook.log["turns"] = turns
     return text
 
 
 def _seen_file(hook: Hook) -> Path:
+    import hashlib
+
     digest = hashlib.blake2b((hook.session_id or "").encode(), digest_size=8).hexdigest()
     return hook.config.home / "run" / "seen" / digest
 
@@ -269,13 +276,10 @@ def on_pre_tool(hook: Hook) -> str:
         if path in seen.read_text(encoding="utf-8").splitlines():
             hook.log["detail"] = "already said"
             return ""
-    conn = _read_store(hook)
+    conn = hook.store()
     if conn is None:
         return ""
-    try:
-        text, turns = file_history_answer(conn, hook.config, path, hook.session_id, cwd)
-    finally:
-        conn.close()
+    text, turns = file_history_answer(conn, hook.config, path, hook.session_id, cwd)
     hook.log["turns"] = turns
     if text:
         seen.parent.mkdir(parents=True, exist_ok=True)
@@ -289,17 +293,14 @@ def on_subagent_start(hook: Hook) -> str:
     from memex.hooks.answers import recent_files_answer, session_row
 
     ingest_session(hook, with_subagents=False)  # this very turn's edits are not in the store yet
-    conn = _read_store(hook)
+    conn = hook.store()
     if conn is None:
         return ""
-    try:
-        session = session_row(conn, hook.session_id, hook.text("transcript_path"))
-        if session is None:
-            hook.log["detail"] = "session not indexed"
-            return ""
-        text, files = recent_files_answer(conn, hook.config, session["session_id"])
-    finally:
-        conn.close()
+    session = session_row(conn, hook.session_id, hook.text("transcript_path"))
+    if session is None:
+        hook.log["detail"] = "session not indexed"
+        return ""
+    text, files = recent_files_answer(conn, hook.config, session["session_id"])
     hook.log["files"] = files
     return text
 
@@ -330,8 +331,16 @@ def format_output(event: str, text: str) -> str:
     return ""  # Stop, SubagentStop, PreCompact: output there would keep the agent going or be dropped
 
 
-def run(event: str, stdin: bytes, env: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:
-    """Run one hook; returns what to print and the log entry. Never raises."""
+def run(
+    event: str, stdin: bytes, env: dict[str, str] | None = None, keep_open: bool = False
+) -> tuple[str, dict[str, Any]]:
+    """Run one hook; returns what to print and the log entry. Never raises.
+
+    `keep_open` leaves the store connection open for a process about to end with `os._exit`: closing the
+    last connection to a WAL database checkpoints it (an fsync), which the hook need not wait for; the
+    next writer's automatic checkpoint does that work.
+    """
+    hook: Hook | None = None
     started = time.perf_counter()
     entry: dict[str, Any] = {"event": event}
     home = Path((env or os.environ).get("MEMEX_HOME") or DEFAULT_HOME).expanduser()
@@ -355,12 +364,19 @@ def run(event: str, stdin: bytes, env: dict[str, str] | None = None) -> tuple[st
             # Nothing a library prints may reach stdout: there, it would be injected into the model's context.
             with contextlib.redirect_stdout(sys.stderr):
                 output = format_output(event, HANDLERS[event](hook))
+                if not keep_open:
+                    hook.close()
             entry["status"] = "injected" if output else "ok"
             if output:
                 entry["chars"] = len(output)
-    except Exception as exc:
+    except Exception as exc:  # a hook logs every error and stays silent
+        import traceback
+
         output = ""
         entry["status"] = "error"
+        if hook is not None and not keep_open:
+            with contextlib.suppress(Exception):
+                hook.close()
         frames = traceback.extract_tb(exc.__traceback__)[-3:]
         where = " < ".join(f"{Path(f.filename).name}:{f.lineno}" for f in reversed(frames))
         entry["detail"] = f"{type(exc).__name__}: {exc} ({where})"
@@ -369,16 +385,25 @@ def run(event: str, stdin: bytes, env: dict[str, str] | None = None) -> tuple[st
     return output, entry
 
 
-def main(argv: list[str]) -> int:
-    """`memex hook <Event>`: read the event on stdin, print the injection (if any), exit 0."""
+def main(argv: list[str], fast_exit: bool = False) -> int:
+    """`memex hook <Event>`: read the event on stdin, print the injection (if any), exit 0.
+
+    With `fast_exit` (the `memex` executable) the process ends right after its output with `os._exit`,
+    skipping interpreter teardown and the checkpoint of closing the store.
+    """
     event = argv[0] if argv else ""
     try:
         stdin = sys.stdin.buffer.read()
     except (OSError, ValueError, AttributeError):
         stdin = b""
-    output, _ = run(event, stdin)
+    output, _ = run(event, stdin, keep_open=fast_exit)
     if output:
         with contextlib.suppress(OSError, ValueError):
             sys.stdout.write(output)
             sys.stdout.flush()
+    if fast_exit:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(0)
     return 0

@@ -47,7 +47,9 @@ _CJK_ACKS = (  # noqa: SIM905 - a word list reads better as text
 
 _HANGUL = "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"
 _HAN_KANA = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u31f0-\u31ff"
-_TOKEN = re.compile(rf"[{_HAN_KANA}]+|[{_HANGUL}]+|[^\W{_HAN_KANA}{_HANGUL}](?:[\w'’.\-/]*\w)?")
+_WORD = re.compile(r"\w(?:[\w'.\-/]*\w)?")
+_SCRIPT_RUN = re.compile(f"([{_HAN_KANA}]+|[{_HANGUL}]+)")
+_HAN_KANA_RUN = re.compile(f"[{_HAN_KANA}]+")
 _SLASH_COMMAND = re.compile(r"^/[\w:.\-]+(?:\s|$)")
 # User-role text the harness writes (command wrappers, background task reports), not the user's words.
 _HARNESS_PREFIXES = (
@@ -97,14 +99,25 @@ def normalize(prompt: str) -> str:
     return unicodedata.normalize("NFKC", text).lower().replace("’", "'").strip()
 
 
+def _tokens(text: str) -> list[str]:
+    """Words, with runs of Chinese/Japanese and of Korean characters split out as tokens of their own."""
+    tokens = []
+    for word in _WORD.findall(text):
+        for piece in _SCRIPT_RUN.split(word):
+            piece = piece.strip("'.-/")
+            if piece:
+                tokens.append(piece)
+    return tokens
+
+
 def content_units(text: str) -> float:
     """Words left after removing acknowledgements and filler; two Chinese/Japanese characters count one."""
-    tokens = _TOKEN.findall(normalize(text))
+    tokens = _tokens(normalize(text))
     units = 0.0
     index = 0
     while index < len(tokens):
         token = tokens[index]
-        if token[0] >= "\u3040" and re.match(f"[{_HAN_KANA}]", token):
+        if _HAN_KANA_RUN.fullmatch(token):
             units += len(_CJK_ACK.sub("", token)) / 2
             index += 1
             continue

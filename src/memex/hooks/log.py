@@ -43,7 +43,7 @@ def record(home: Path, max_bytes: int, **fields: Any) -> None:
             os.write(fd, line)
         finally:
             os.close(fd)
-    except Exception:
+    except Exception:  # the log is best effort: logging must never break a hook
         pass
 
 

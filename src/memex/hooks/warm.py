@@ -14,13 +14,10 @@ the embedding engineer can add e.g. `embed_query` without changing the transport
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
 import json
 import os
 import socket
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -49,6 +46,9 @@ def socket_path(home: Path) -> Path:
     path = home / SOCKET_NAME
     if len(str(path).encode()) <= MAX_SOCKET_PATH:
         return path
+    import hashlib
+    import tempfile
+
     digest = hashlib.blake2b(str(home).encode(), digest_size=8).hexdigest()
     return Path(tempfile.gettempdir()) / f"memex-{os.getuid()}" / f"{digest}.sock"
 
@@ -130,6 +130,7 @@ def spawn(config: Config) -> bool:
     import subprocess
 
     config.home.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "MEMEX_HOME": str(config.home)}  # the server serves this store, whoever starts it
     try:
         with open(config.home / "warm.log", "ab") as log:
             subprocess.Popen(
@@ -140,6 +141,7 @@ def spawn(config: Config) -> bool:
                 start_new_session=True,
                 close_fds=True,
                 cwd=str(config.home),
+                env=env,
             )
     except OSError:
         return False
@@ -220,6 +222,8 @@ class WarmServer:
 
     def serve(self) -> bool:
         """Run until idle or stopped; False when another server already holds this MEMEX_HOME."""
+        import fcntl
+
         home = self.config.home
         home.mkdir(parents=True, exist_ok=True)
         lock = os.open(_lock_path(home), os.O_RDWR | os.O_CREAT, 0o600)
@@ -289,7 +293,7 @@ class WarmServer:
                 data += block
             answer = self.answer(data)
             client.sendall(json.dumps(answer, ensure_ascii=False).encode() + b"\n")
-        except Exception:
+        except Exception:  # one bad client must not stop the server
             pass
         finally:
             client.close()
@@ -316,7 +320,7 @@ class WarmServer:
         payload = request.get("payload")
         try:
             result = handler(self, payload if isinstance(payload, dict) else {})
-        except Exception as exc:
+        except Exception as exc:  # reported to the client, which falls back to the cold path
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
         self.requests += 1
         return {"ok": True, **result}
