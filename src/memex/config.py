@@ -84,6 +84,10 @@ class Config:
     # A long prompt is reduced to its most distinctive words; more terms make an OR query slower without
     # making it better.
     recall_max_query_terms: int = 24
+    # Words found in more than this share (percent) of all chunks are not searched for (they still count
+    # for coverage): they rank almost nothing and their long posting lists make a query over 100k turns
+    # several times slower (bench/hooks.py).
+    recall_common_term_pct: int = 5
     # Recall gate: a prompt needs this many units of content (a word, or two CJK characters, after
     # removing acknowledgements) to be worth a search. "keep going" has 2; "fix the flaky login test" 5.
     gate_min_content_units: int = 3

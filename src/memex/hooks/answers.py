@@ -69,6 +69,7 @@ def recall_answer(conn: sqlite3.Connection, config: Config, request: dict[str, A
             min_coverage=config.recall_min_coverage_pct / 100,
             min_terms=config.recall_min_terms,
             max_query_terms=config.recall_max_query_terms,
+            common_term_share=config.recall_common_term_pct / 100,
         )
         # Rendering reads nothing more; it is inside the deadline only because it is cheap.
         text = render_recall(hits, config.recall_budget_tokens, config.hook_max_chars, config.recall_hit_max_tokens)

@@ -130,6 +130,10 @@ class _Rarity:
             self.cache[token] = row[0] if row else 0
         return self.cache[token]
 
+    def phrase_df(self, term: str) -> int:
+        """Chunks holding the term at most (its rarest token's count)."""
+        return min((self.df(t) for t in _term_tokens(term)), default=0)
+
     def idf(self, tokens: list[str]) -> float:
         """BM25's idf of a phrase, from its rarest token (a phrase is at most as common as that).
 
@@ -171,6 +175,7 @@ def recall(
     min_coverage: float = 0.5,
     min_terms: int = 2,
     max_query_terms: int = 24,
+    common_term_share: float = 0.05,
 ) -> list[Recalled]:
     """Past turns of other sessions relevant to `prompt`, same project first, best first; [] when none clears
     the relevance floor. Never a turn of `session_id` (the asking session, subagents included)."""
@@ -187,7 +192,12 @@ def recall(
     weights = {term: rarity.idf(_term_tokens(term)) for term in known}
     total_weight = sum(weights.values()) + unknown * rarity.idf([])
     needed_terms = min(min_terms, len(terms))
-    query = " ".join(known)
+    # A word found in a large share of the store ranks almost nothing, yet its long posting list is most of
+    # the cost of an OR query: such words stay out of the search (the two rarest words always go in) and
+    # still count for coverage.
+    by_rarity = sorted(known, key=rarity.phrase_df)
+    searched = [t for t in by_rarity if rarity.phrase_df(t) <= common_term_share * rarity.total]
+    query = " ".join(searched if len(searched) >= 2 else by_rarity[:2])
     scopes: list[tuple[bool, Filters]] = []
     if project_dir:
         scopes.append((True, Filters(project=project_dir, exclude_session=session_id)))
