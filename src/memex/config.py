@@ -97,6 +97,9 @@ class Config:
     # PreToolUse on Read/Edit/Write: past turns of other sessions that touched the file.
     file_context_max_turns: int = 3
     file_context_budget_tokens: int = 300
+    # A file's history is said once per session; that record is dropped after this many days without use
+    # (a session untouched that long is over, and a resumed one hears it once more).
+    file_context_seen_days: int = 2
     # SubagentStart: the files the parent session touched most recently.
     subagent_files_max: int = 15
     # The warm recall server exits after this many idle seconds (0 disables it: every prompt takes the

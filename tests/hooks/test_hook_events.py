@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -327,3 +328,67 @@ def test_hook_through_python_dash_m(corpus, env: Path) -> None:
         [sys.executable, "-m", "memex", "hook", "UserPromptSubmit"], input=event, capture_output=True
     )
     assert PAST[:8] in context(result, "UserPromptSubmit")
+
+
+def test_file_history_records_of_old_sessions_are_pruned(corpus, env: Path) -> None:
+    seen = env / "run" / "seen"
+    seen.mkdir(parents=True)
+    old, fresh = seen / "old", seen / "fresh"
+    old.write_text("/x\n")
+    fresh.write_text("/y\n")
+    three_days_ago = time.time() - 3 * 86_400
+    os.utime(old, (three_days_ago, three_days_ago))
+    event = {
+        "session_id": CURRENT,
+        "cwd": "/home/dev/shop",
+        "tool_name": "Edit",
+        "tool_input": {"file_path": "/home/dev/shop/src/config_loader.py"},
+    }
+    assert context(hook("PreToolUse", event), "PreToolUse")
+    assert not old.exists() and fresh.exists() and len(list(seen.iterdir())) == 2
+
+
+@pytest.mark.parametrize(
+    ("event", "payload", "forbidden"),
+    [
+        ("Stop", "stop", ("click", "rich", "memex.search", "memex.embed", "memex.cli.main")),
+        ("UserPromptSubmit", "gated", ("click", "rich", "memex.search", "memex.ingest", "memex.store", "sqlite3")),
+    ],
+)
+def test_hooks_import_only_what_they_need(corpus, env: Path, event: str, payload: str, forbidden) -> None:
+    """A Stop hook never loads search or a model; a gated prompt does not even open the store."""
+    import subprocess
+    import sys
+
+    data = stop_event(corpus["current"]) if payload == "stop" else prompt_event(corpus["current"], "ok")
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "memex", "hook", event],
+        input=json.dumps(data).encode(),
+        capture_output=True,
+    )
+    assert result.returncode == 0 and result.stdout == b""
+    imported = {line.split("|")[-1].strip() for line in result.stderr.decode().splitlines() if "|" in line}
+    assert "memex.hooks.events" in imported
+    for name in forbidden:
+        assert not any(m == name or m.startswith(name + ".") for m in imported), name
+
+
+def test_large_backlog_is_handed_to_a_background_index(env: Path, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("MEMEX_HOOK_INLINE_INGEST_MAX_BYTES", "200")
+    session = transcript(tmp_path / "p", CURRENT, "/home/dev/shop")
+    for n in range(5):
+        simple_turn(session, f"question {n} about the zeppelin module", f"answer {n}")
+    result = hook("Stop", stop_event(session))
+    assert result.returncode == 0 and result.stdout == b""
+    assert "handed to a background index" in runs(env)[-1]["detail"]
+
+    def indexed() -> int:
+        if not (env / "memex.db").exists():
+            return 0
+        with sqlite3.connect(env / "memex.db") as db:
+            return db.execute("SELECT count(*) FROM turns WHERE session_id = ?", (CURRENT,)).fetchone()[0]
+
+    deadline = time.monotonic() + 30
+    while indexed() < 5 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert indexed() == 5

@@ -47,12 +47,13 @@ class Hook:
     log: dict[str, Any] = field(default_factory=dict)
     conn: Any = None  # the one store connection of this run, opened on first use
 
-    def store(self, write: bool = False) -> Any:
+    def store(self, write: bool = False, busy_timeout_ms: int | None = None) -> Any:
         """The store: for writing (created if missing, waits for other writers) or for reading (None when
         there is no store yet; gives up at once on a locked file)."""
         from memex.store.db import connect
 
         timeout = self.config.hook_write_busy_timeout_ms if write else self.config.hook_read_busy_timeout_ms
+        timeout = timeout if busy_timeout_ms is None else busy_timeout_ms
         if self.conn is None:
             if not write and not self.config.db_path.exists():
                 self.log["detail"] = "no database"
@@ -113,14 +114,14 @@ def _pending_bytes(conn: Any, transcript: Any) -> int | None:
     return stat.st_size - consumed
 
 
-def _hand_off(hook: Hook, paths: list[Path]) -> bool:
+def _hand_off(hook: Hook, session_path: Path, paths: list[Path]) -> bool:
     """Ingest a large backlog in a detached `memex index` (one at a time per session); True if started."""
     import hashlib
     import subprocess
 
     runs = hook.config.home / "run"
     runs.mkdir(parents=True, exist_ok=True)
-    marker = runs / ("index-" + hashlib.blake2b(str(paths[0]).encode(), digest_size=8).hexdigest())
+    marker = runs / ("index-" + hashlib.blake2b(str(session_path).encode(), digest_size=8).hexdigest())
     with contextlib.suppress(OSError, ValueError):
         pid = int(marker.read_text())
         os.kill(pid, 0)
@@ -137,7 +138,7 @@ def _hand_off(hook: Hook, paths: list[Path]) -> bool:
     return True
 
 
-def ingest_session(hook: Hook, with_subagents: bool = True) -> bool:
+def ingest_session(hook: Hook, with_subagents: bool = True, busy_timeout_ms: int | None = None) -> bool:
     """Bring the store up to date with the hook's session (inline, or handed off when large); True if inline."""
     from memex.ingest.indexer import session_transcripts
     from memex.ingest.pipeline import ingest_transcript
@@ -149,12 +150,12 @@ def ingest_session(hook: Hook, with_subagents: bool = True) -> bool:
         return False
     transcripts = session_transcripts(path) if with_subagents else claude.discover([path])
     config = hook.config
-    conn = hook.store(write=True)
+    conn = hook.store(write=True, busy_timeout_ms=busy_timeout_ms)
     pending = [(t, n) for t in transcripts if (n := _pending_bytes(conn, t)) is not None]
     backlog = sum(n for _, n in pending)
     hook.log["files"] = len(pending)
     if backlog > config.hook_inline_ingest_max_bytes:
-        started = _hand_off(hook, [t.path for t, _ in pending])
+        started = _hand_off(hook, path, [t.path for t, _ in pending])
         hook.log["detail"] = f"{backlog} bytes handed to a background index" + ("" if started else " (running)")
         return False
     turns = 0
@@ -162,6 +163,15 @@ def ingest_session(hook: Hook, with_subagents: bool = True) -> bool:
         turns += ingest_transcript(conn, config, transcript).turns
     hook.log["turns"] = turns
     return True
+
+
+def refresh(hook: Hook) -> None:
+    """Ingest the session's own transcript before answering from it, best effort and briefly: a hook that
+    injects context answers from what the store holds when the store is busy."""
+    try:
+        ingest_session(hook, with_subagents=False, busy_timeout_ms=hook.config.hook_read_busy_timeout_ms)
+    except Exception as exc:  # the answer comes from what is already stored
+        hook.log["ingest"] = f"{type(exc).__name__}: {exc}"
 
 
 def on_stop(hook: Hook) -> str:
@@ -238,7 +248,7 @@ def on_session_start(hook: Hook) -> str:
     if hook.payload.get("source") != "compact":
         hook.log["detail"] = f"source {hook.payload.get('source')!r}"
         return ""
-    ingest_session(hook, with_subagents=False)  # the boundary line may not be in the store yet
+    refresh(hook)  # the boundary line may not be in the store yet
     conn = hook.store()
     if conn is None:
         return ""
@@ -282,17 +292,29 @@ def on_pre_tool(hook: Hook) -> str:
     text, turns = file_history_answer(conn, hook.config, path, hook.session_id, cwd)
     hook.log["turns"] = turns
     if text:
+        if not seen.exists():
+            _prune(seen.parent, hook.config.file_context_seen_days * 86_400)
         seen.parent.mkdir(parents=True, exist_ok=True)
         with seen.open("a", encoding="utf-8") as handle:
             handle.write(path + "\n")
     return text
 
 
+def _prune(folder: Path, max_age_seconds: float) -> None:
+    """Remove the records of sessions not heard of for a while (one small file per session)."""
+    cutoff = time.time() - max_age_seconds
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            with contextlib.suppress(OSError):
+                if entry.stat().st_mtime < cutoff:
+                    os.unlink(entry.path)
+
+
 def on_subagent_start(hook: Hook) -> str:
     """SubagentStart: the files the parent session touched most recently, for the subagent's context."""
     from memex.hooks.answers import recent_files_answer, session_row
 
-    ingest_session(hook, with_subagents=False)  # this very turn's edits are not in the store yet
+    refresh(hook)  # this very turn's edits are not in the store yet
     conn = hook.store()
     if conn is None:
         return ""
