@@ -70,15 +70,26 @@ def test_warm_answers_like_the_cold_path(server, corpus) -> None:
 
 def test_one_server_per_home(server) -> None:
     _, _, config = server
-    assert warm.WarmServer(config).serve() is False  # the lock is held: the second one leaves at once
+    assert warm.WarmServer(config).serve() is False  # the lock stays held: the second one gives up
 
 
 def test_outdated_client_or_server_stops_it(server) -> None:
     _, thread, config = server
     reply = warm.ask(config, "recall", {"prompt": PROMPT}, stamp="another-version")
     assert reply.answer is None and reply.reason == "stale" and reply.needs_server
+    # The replacement started right away waits for the old one to let go, then serves.
+    successor = warm.WarmServer(config, idle_seconds=60)
+    follower = threading.Thread(target=successor.serve, daemon=True)
+    follower.start()
     thread.join(5)
-    assert not thread.is_alive() and not warm.socket_path(config.home).exists()
+    assert not thread.is_alive()
+    try:
+        assert wait_for(lambda: warm.ask(config, "ping", {}).answer is not None)
+        assert follower.is_alive()
+    finally:
+        successor.stopping.set()
+        follower.join(5)
+    assert not warm.socket_path(config.home).exists()
 
 
 def test_settings_change_stops_it(server) -> None:

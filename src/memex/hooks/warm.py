@@ -227,11 +227,17 @@ class WarmServer:
         home = self.config.home
         home.mkdir(parents=True, exist_ok=True)
         lock = os.open(_lock_path(home), os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(lock)
-            return False
+        # A server that is stopping (outdated) releases the lock within a tick: wait that long for it.
+        deadline = time.monotonic() + 3 * TICK_SECONDS
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    os.close(lock)
+                    return False
+                time.sleep(0.05)
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         identity = None
         try:
