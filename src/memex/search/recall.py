@@ -15,7 +15,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from memex.search.lexical import search_chunks
+from memex.search.lexical import _CJK_RUN, search_chunks
 from memex.store.queries import Filters, turns_by_ids
 from memex.textutil import has_cjk, strip_system_reminders
 
@@ -41,7 +41,6 @@ _STOPWORDS = set(
         comment pourquoi der die das ein eine und ist nicht zu den dem mit von auf für im ich du wir sie es
         wie was warum el los las una unos y es en que por para con no se lo como qué del al""".split()  # noqa: SIM905 - a word list reads better as text
 )
-_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff]+")
 _EDGE = "\"'`()[]{}<>,;:!?.*#@"
 # FTS5's unicode61 tokenizer: letters and digits make tokens; everything else (including `_`) separates.
 _FTS_TOKEN = re.compile(r"[^\W_]+")
@@ -99,19 +98,16 @@ def query_terms(prompt: str, max_terms: int) -> list[str]:
     return list(dict.fromkeys(identifiers + words))[:max_terms]
 
 
-def _term_tokens(term: str) -> list[str]:
-    """The FTS tokens a term matches as a phrase (CJK characters one token each)."""
+def _term_tokens(text: str) -> list[str]:
+    """The FTS tokens of a term or a text (CJK characters one token each): a term matches as a phrase."""
     tokens = []
-    for token in _FTS_TOKEN.findall(_fold(term)):
+    for token in _FTS_TOKEN.findall(_fold(text)):
         tokens.extend(list(token) if has_cjk(token) else [token])
     return tokens
 
 
-def _text_tokens(text: str) -> str:
-    """A text as a space-separated run of FTS tokens, padded, for phrase checks."""
-    tokens = []
-    for token in _FTS_TOKEN.findall(_fold(text)):
-        tokens.extend(list(token) if has_cjk(token) else [token])
+def _padded(tokens: list[str]) -> str:
+    """Tokens as one space-separated string with a space at each end, so `in` finds whole-token phrases."""
     return " " + " ".join(tokens) + " "
 
 
@@ -214,8 +210,8 @@ def recall(
             turn = rows[hit.turn_id]
             if per_session.get(turn["session_id"], 0) >= max_per_session:
                 continue
-            haystack = _text_tokens(_turn_text(conn, hit.turn_id))
-            matched = [t for t in known if " " + " ".join(_term_tokens(t)) + " " in haystack]
+            haystack = _padded(_term_tokens(_turn_text(conn, hit.turn_id)))
+            matched = [t for t in known if _padded(_term_tokens(t)) in haystack]
             coverage = sum(weights[t] for t in matched) / total_weight
             if len(matched) < needed_terms or coverage < min_coverage:
                 continue
