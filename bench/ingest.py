@@ -72,16 +72,62 @@ def backfill(corpus: Path, home: Path, corpus_bytes: int) -> dict[str, float]:
 
 
 def _turn_lines(session_id: str, n: int) -> bytes:
+    """One realistic turn, written as Claude Code writes it: a prompt, a tool call, its result, an answer."""
     stamp = "2026-06-01T10:00:00.000Z"
     base = {"sessionId": session_id, "cwd": "/home/bench/big", "timestamp": stamp, "isSidechain": False}
-    prompt = {**base, "type": "user", "uuid": f"u{n}", "message": {"role": "user", "content": f"append {n}"}}
-    answer = {
-        **base,
-        "type": "assistant",
-        "uuid": f"a{n}",
-        "message": {"id": f"m{n}", "role": "assistant", "content": [{"type": "text", "text": f"answer {n}"}]},
-    }
-    return (json.dumps(prompt) + "\n" + json.dumps(answer) + "\n").encode()
+    message_id = f"msg_{n}"
+    records = [
+        {**base, "type": "user", "uuid": f"u{n}", "message": {"role": "user", "content": f"fix the bug #{n}"}},
+        {
+            **base,
+            "type": "assistant",
+            "uuid": f"a{n}",
+            "message": {
+                "id": message_id,
+                "role": "assistant",
+                "content": [{"type": "text", "text": f"Let me read the module {n}."}],
+            },
+        },
+        {
+            **base,
+            "type": "assistant",
+            "uuid": f"b{n}",
+            "message": {
+                "id": message_id,
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": f"t{n}",
+                        "name": "Read",
+                        "input": {"file_path": f"/home/bench/big/src/mod{n}.py"},
+                    }
+                ],
+            },
+        },
+        {
+            **base,
+            "type": "user",
+            "uuid": f"r{n}",
+            "message": {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": f"t{n}", "content": "def f():\n    return 1\n" * 200}
+                ],
+            },
+        },
+        {
+            **base,
+            "type": "assistant",
+            "uuid": f"c{n}",
+            "message": {
+                "id": f"msg_{n}b",
+                "role": "assistant",
+                "content": [{"type": "text", "text": f"Fixed: mod{n}.py now returns early. " * 20}],
+            },
+        },
+    ]
+    return "".join(json.dumps(record) + "\n" for record in records).encode()
 
 
 def incremental(workdir: Path, size_mb: int, appends: int = 30) -> dict[str, float]:
@@ -137,7 +183,7 @@ def main() -> None:
     table.add_row("  wall time", f"{full['seconds']:.1f} s", "")
     for label, result in ((f"{max(1, args.big_mb // 10)} MB", small), (f"{args.big_mb} MB", big)):
         table.add_row(
-            f"incremental, one turn appended to {label}",
+            f"incremental: +1 turn on {label}",
             f"p50 {result['p50_ms']:.1f} ms · p95 {result['p95_ms']:.1f} ms",
             "< 100 ms",
         )
