@@ -17,7 +17,7 @@ from memex.config import Config
 from memex.ingest.chunks import chunk_text
 from memex.ingest.state import StreamState, file_checks, is_append_of, load_state, save_state
 from memex.ingest.turns import Turn, TurnBuilder
-from memex.sources import adapter
+from memex.sources import adapter, is_incremental
 from memex.sources.model import BadLine, Entry, Transcript
 from memex.store.db import transaction
 from memex.textutil import fts_text, shorten
@@ -66,6 +66,8 @@ def _resolve_session_id(conn: sqlite3.Connection, transcript: Transcript) -> str
     row = conn.execute("SELECT transcript_path FROM sessions WHERE session_id = ?", (transcript.session_id,)).fetchone()
     if row is None or row["transcript_path"] is None or not Path(row["transcript_path"]).exists():
         return transcript.session_id
+    if row["transcript_path"] in {_path_key(alias) for alias in transcript.aliases}:
+        return transcript.session_id  # this file supersedes the one the session was read from
     suffix = hashlib.blake2b(_path_key(transcript.path).encode(), digest_size=4).hexdigest()
     return f"{transcript.session_id}-{suffix}"
 
@@ -94,10 +96,13 @@ class _SessionFacts:
         self.last_timestamp: str | None = None
         self.title: tuple[int, str] | None = None
         self.pr_links: list[tuple[int, str | None, str | None]] = []
+        self.project_hash: str | None = None  # Gemini names its project only by a hash of its path
 
     def add(self, entry: Entry) -> None:
         if entry.cwd and self.cwd is None:
             self.cwd = entry.cwd
+        if entry.extra.get("project_hash") and self.project_hash is None:
+            self.project_hash = entry.extra["project_hash"]
         if entry.timestamp:  # records are not always written in time order (snapshots come late)
             self.first_timestamp = min(self.first_timestamp or entry.timestamp, entry.timestamp)
             self.last_timestamp = max(self.last_timestamp or entry.timestamp, entry.timestamp)
@@ -142,6 +147,15 @@ def _write_session_facts(
         "repository = excluded.repository",
         [(session_id, *link) for link in facts.pr_links],
     )
+
+
+def project_from_hash(conn: sqlite3.Connection, digest: str) -> str | None:
+    """A known project folder (of any indexed session) whose SHA-256 is `digest` (Gemini's projectHash)."""
+    for (project_dir,) in conn.execute("SELECT DISTINCT project_dir FROM sessions WHERE project_dir IS NOT NULL"):
+        for candidate in (project_dir, project_dir.lower()):
+            if hashlib.sha256(candidate.encode("utf-8")).hexdigest() == digest.lower():
+                return project_dir
+    return None
 
 
 def _is_warmup(turn: Turn) -> bool:
@@ -218,7 +232,7 @@ def ingest_transcript(conn: sqlite3.Connection, config: Config, transcript: Tran
         with handle:
             if state is None:
                 report.status, state = "new", StreamState()
-            elif is_append_of(handle, stat.st_size, state):
+            elif is_incremental(transcript.agent) and is_append_of(handle, stat.st_size, state):
                 report.status = "appended"
             else:
                 report.status, state = "rewritten", StreamState()
@@ -297,6 +311,13 @@ def _ingest_stream(
     )
     resume = builder.resume_line_index
     turns = builder.finish()
+    if facts.cwd is None and facts.project_hash and not agent_id:
+        facts.cwd = project_from_hash(conn, facts.project_hash)
+        if facts.cwd is None:
+            report.warnings.append(
+                f"{transcript.path}: project folder unknown (only its hash {facts.project_hash[:12]}… is recorded; "
+                "index another agent's session of that project, or keep ~/.gemini/projects.json, to recover it)"
+            )
     project_dir = conn.execute(
         "SELECT coalesce(project_dir, ?) FROM sessions WHERE session_id = ?", (facts.cwd, session_id)
     ).fetchone()[0]
