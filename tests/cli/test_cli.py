@@ -88,15 +88,34 @@ def test_sessions_list(run, corpus: Path) -> None:
     assert "aaaaaaaa" in table.stdout and "PR #321" in table.stdout
 
 
-def test_show_by_prefix_marks_subagents(run, corpus: Path) -> None:
+def test_show_turns_by_prefix_marks_subagents(run, corpus: Path) -> None:
     run("index", str(corpus))
-    result = run("show", "aaaaaaaa")
+    result = run("show", "aaaaaaaa", "--turns")
     assert result.exit_code == 0
     assert "[Subagent: a77]" in result.stdout
     assert "parse_config_file" in result.stdout and "Python decorators" in result.stdout
-    data = as_json(run("show", "aaaaaaaa", "--json"))
+    assert "Tools: Edit ×1" in result.stdout
+    data = as_json(run("show", "aaaaaaaa", "--turns", "--json"))
     assert data["session"]["session_id"] == SID
     assert {t["agent_id"] for t in data["turns"]} == {"", "a77"}
+
+
+def test_show_renders_the_conversation_by_default(run, corpus: Path) -> None:
+    run("index", str(corpus))
+    result = run("show", "aaaaaaaa")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines[0] == "the parse_config_file helper crashes on src/memex/config_loader.py"
+    assert "1 subagents (--turns shows them)" in lines[1] and "PR #321" in lines[1]
+    speakers = [line.split(" · ")[0] for line in lines if line.startswith(("User ·", "Assistant ·"))]
+    assert speakers == ["User", "Assistant", "User", "Assistant"]
+    assert "Fixed parse_config_file: it now handles empty files." in result.stdout
+    assert "Tools:" not in result.stdout and "Python decorators" not in result.stdout  # no tools, no subagents
+    data = as_json(run("show", "aaaaaaaa", "--json"))
+    assert data["session"]["session_id"] == SID and data["mirror"]["computer"] == "testbox"
+    assert [m["role"] for m in data["mirror"]["messages"]] == ["user", "assistant", "user", "assistant"]
+    assert data["mirror"]["messages"][2]["text"] == "怎么删除一个 git worktree？我想清理掉旧的工作树"
+    assert data["mirror"]["metadata"]["prs"] == [321]
 
 
 def test_show_errors_are_one_line(run, corpus: Path) -> None:

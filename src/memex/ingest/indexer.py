@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memex.config import Config
+from memex.ingest.mirrors import refresh_mirror, sessions_without_mirror
 from memex.ingest.pipeline import FileReport, ingest_transcript
 from memex.sources import ADAPTERS, adapter
 from memex.sources.model import Transcript
+from memex.store.db import transaction
 
 
 @dataclass
@@ -27,6 +29,7 @@ class IndexReport:
     bad_lines: int = 0
     missing_files: int = 0
     bytes_read: int = 0
+    mirrors: int = 0
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
 
@@ -41,6 +44,7 @@ class IndexReport:
         self.lines += file.lines
         self.bad_lines += file.bad_lines
         self.bytes_read += file.bytes_read
+        self.mirrors += file.mirror_written
         self.warnings.extend(file.warnings)
 
     def as_dict(self) -> dict[str, object]:
@@ -54,6 +58,7 @@ class IndexReport:
             "bad_lines": self.bad_lines,
             "missing_files": self.missing_files,
             "bytes_read": self.bytes_read,
+            "mirrors": self.mirrors,
             "seconds": round(self.seconds, 3),
             "warnings": self.warnings,
         }
@@ -87,8 +92,18 @@ def index_transcripts(
         report.add(file_report)
         if on_file:
             on_file(transcript, file_report)
+    report.mirrors += backfill_mirrors(conn)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def backfill_mirrors(conn: sqlite3.Connection) -> int:
+    """Build the mirrors of sessions indexed before mirrors existed; returns how many were written."""
+    written = 0
+    for session_id in sessions_without_mirror(conn):
+        with transaction(conn):
+            written += refresh_mirror(conn, session_id)
+    return written
 
 
 def session_transcripts(path: Path, agent: str = "claude") -> list[Transcript]:

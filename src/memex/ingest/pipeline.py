@@ -15,6 +15,7 @@ from pathlib import Path
 
 from memex.config import Config
 from memex.ingest.chunks import chunk_text
+from memex.ingest.mirrors import refresh_mirror
 from memex.ingest.state import StreamState, file_checks, is_append_of, load_state, save_state
 from memex.ingest.turns import Turn, TurnBuilder
 from memex.sources import adapter, is_incremental
@@ -41,6 +42,7 @@ class FileReport:
     bad_lines: int = 0
     turns: int = 0
     bytes_read: int = 0
+    mirror_written: bool = False
     warnings: list[str] = field(default_factory=list)
 
 
@@ -241,6 +243,8 @@ def ingest_transcript(conn: sqlite3.Connection, config: Config, transcript: Tran
             state.file_size, state.file_mtime_ns = stat.st_size, stat.st_mtime_ns
             state.head_hash, state.tail_hash = file_checks(handle, state.last_offset)
         save_state(conn, session_id, agent_id, _path_key(transcript.path), state, now)
+        if not agent_id:  # the mirror holds the main conversation only
+            report.mirror_written = refresh_mirror(conn, session_id)
     return report
 
 
