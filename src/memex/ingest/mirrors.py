@@ -134,8 +134,7 @@ def build_mirror(conn: sqlite3.Connection, session_id: str) -> Mirror | None:
         return None
     text, spans = _render(messages)
     prs = [r[0] for r in conn.execute("SELECT pr_number FROM pr_links WHERE session_id = ? ORDER BY 1", (session_id,))]
-    subagents = conn.execute("SELECT count(*) FROM subagent_sessions WHERE session_id = ?", (session_id,)).fetchone()[0]
-    metadata = {"format": MIRROR_FORMAT, "messages": spans, "prs": prs, "subagents": subagents}
+    metadata = {"format": MIRROR_FORMAT, "messages": spans, "prs": prs}
     mirror = Mirror(
         session_id=session["session_id"],
         computer=session["computer"],
