@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import statistics
 import sys
 import tempfile
@@ -62,6 +63,12 @@ def build_backfill_corpus(target: Path, size_mb: int) -> int:
     return written
 
 
+def _cpu_seconds() -> tuple[float, float]:
+    """CPU seconds used by this process and by its finished children (the parsing workers)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+
 def build_mixed_corpus(target: Path, size_mb: int) -> dict[str, int]:
     """Claude, Codex and Gemini transcripts with fresh session ids, about 50/40/10 by bytes; bytes per agent."""
     written = {"claude": build_backfill_corpus(target / "claude", size_mb // 2)}
@@ -96,11 +103,15 @@ def backfill(roots: dict[str, list[Path]], home: Path, corpus_bytes: int, worker
     config = load_config({"MEMEX_HOME": str(home), "MEMEX_COMPUTER": "bench"})
     conn = connect(config.db_path)
     transcripts = discover(roots)
+    before = _cpu_seconds()
     started = time.perf_counter()
     report = index_transcripts(conn, config, transcripts, workers=workers)
     seconds = time.perf_counter() - started
+    after = _cpu_seconds()
     conn.close()
     return {
+        "writer_cpu": after[0] - before[0],
+        "workers_cpu": after[1] - before[1],
         "files": report.files,
         "turns": report.turns,
         "mirrors": report.mirrors,
@@ -195,6 +206,11 @@ def main() -> None:
             f"{result['mb_per_s']:.1f} MB/s · {result['seconds']:.1f} s",
             "≥ 20 MB/s",
         )
+    table.add_row(
+        "  CPU: writer · parsing workers",
+        f"{mixed_one['writer_cpu']:.1f} s · — / {mixed_par['writer_cpu']:.1f} s · {mixed_par['workers_cpu']:.1f} s",
+        "",
+    )
     table.add_row("  mirrors written", f"{mixed_par['mirrors']:,}", "")
     for label, result in ((f"{max(1, args.big_mb // 10)} MB", small), (f"{args.big_mb} MB", big)):
         table.add_row(

@@ -7,6 +7,7 @@ checked against the store just before it is written, so an interrupted run resum
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -40,6 +41,8 @@ from memex.store.db import transaction
 # work, parsing in this process is faster.
 PARALLEL_MIN_FILES = 16
 PARALLEL_MIN_BYTES = 4 * 1_048_576
+# Workers run at a lower priority than the writer (see `_init_worker`).
+WORKER_NICENESS = 10
 # Parsed files waiting to be written, per worker: keeps the workers busy while bounding memory.
 QUEUE_PER_WORKER = 8
 _IDLE = ("unchanged", "missing")
@@ -142,9 +145,18 @@ def index_transcripts(
     return report
 
 
+def _init_worker() -> None:
+    """In a worker: yield the CPU to the writer, and end with the indexing process."""
+    # The single writer is the bottleneck: a parser must never slow it down. When cores are busy, the
+    # writer parses the files the workers have not started (see `_index_in_parallel`).
+    with contextlib.suppress(OSError, AttributeError):
+        os.nice(WORKER_NICENESS)
+    _exit_with_parent()
+
+
 def _exit_with_parent() -> None:
-    """In a worker: end this process as soon as the indexing process ends, even by `kill -9`
-    (a pool's workers otherwise wait forever on a queue nobody will write to)."""
+    """End this process as soon as the indexing process ends, even by `kill -9` (a pool's workers
+    otherwise wait forever on a queue nobody will write to)."""
     parent = multiprocessing.parent_process()
     if parent is None:
         return
@@ -166,7 +178,7 @@ def _index_in_parallel(
 ) -> None:
     """Parse `work` in worker processes and write each result here, in the order of `plans`."""
     pool = ProcessPoolExecutor(
-        max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_exit_with_parent
+        max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker
     )
     queued: deque[tuple[Plan, Future[ParsedStream] | None]] = deque()
     pending = iter(work)

@@ -2,7 +2,11 @@
 
 Each run reads only what follows the stream's resume point (the start of its provisional turn), deletes
 what it is about to rebuild (by cascade), and records where it stopped. A file that shrank or whose
-consumed bytes changed is re-ingested from the start.
+consumed bytes changed is re-ingested from the start, and so is any change to a transcript of an agent
+that rewrites its files in place (`INCREMENTAL = False` in its source module).
+
+Three steps: `plan_ingest` reads the stored state, `parse_stream` reads the file (no database: it can run
+in a worker process), `write_stream` stores the result and rebuilds the session's mirror.
 """
 
 from __future__ import annotations
