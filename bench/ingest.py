@@ -1,16 +1,22 @@
-"""Ingest benchmark: full backfill throughput and incremental-ingest latency.
+"""Ingest benchmark: full backfill throughput, mixed-agent backfill, and incremental-ingest latency.
 
-    uv run python bench/ingest.py                 # 500 MB backfill corpus, 50 MB incremental transcript
-    uv run python bench/ingest.py --size-mb 50    # a quicker run
+    uv run python bench/ingest.py                 # 500 MB Claude backfill, 200 MB mixed, 50 MB incremental
+    uv run python bench/ingest.py --size-mb 50 --mixed-mb 50    # a quicker run
 
 The backfill corpus is the real Claude Code transcripts of ../shared/data/claude replicated (each copy with
-fresh session ids) to the requested size.
+fresh session ids) to the requested size. The mixed corpus adds the real Codex rollouts of
+../shared/data/codex and the Gemini chats of tests/fixtures/gemini, replicated the same way (about half
+Claude, 40% Codex, 10% Gemini by bytes), and is indexed as `memex index --all` does: in one process, then
+with worker processes parsing.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
+import resource
 import statistics
 import sys
 import tempfile
@@ -28,7 +34,10 @@ from memex.sources import claude
 from memex.store.db import connect
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "claude"
+SHARED_CODEX = SHARED.parent / "codex" / "MoonLadderStudios__MoonMind" / "sessions"
+GEMINI_FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "gemini" / "tmp"
 UUID_LIKE = 36
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def build_backfill_corpus(target: Path, size_mb: int) -> int:
@@ -54,17 +63,58 @@ def build_backfill_corpus(target: Path, size_mb: int) -> int:
     return written
 
 
-def backfill(corpus: Path, home: Path, corpus_bytes: int) -> dict[str, float]:
+def _cpu_seconds() -> tuple[float, float]:
+    """CPU seconds used by this process and by its finished children (the parsing workers)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+
+def build_mixed_corpus(target: Path, size_mb: int) -> dict[str, int]:
+    """Claude, Codex and Gemini transcripts with fresh session ids, about 50/40/10 by bytes; bytes per agent."""
+    written = {"claude": build_backfill_corpus(target / "claude", size_mb // 2)}
+    rollouts = [(p, p.read_bytes()) for p in sorted(SHARED_CODEX.rglob("rollout-*.jsonl"))]
+    written["codex"], copy = 0, 0
+    while written["codex"] < size_mb * 0.4 * 1_048_576:
+        for path, data in rollouts:
+            old, new = _UUID.search(path.name).group(0), str(uuid.uuid4())  # type: ignore[union-attr]
+            day = target / "codex" / f"copy{copy}"
+            day.mkdir(parents=True, exist_ok=True)
+            (day / path.name.replace(old, new)).write_bytes(data.replace(old.encode(), new.encode()))
+            written["codex"] += len(data)
+        copy += 1
+    chats = [(p, p.read_bytes()) for p in sorted(GEMINI_FIXTURES.rglob("*.json*"))]
+    written["gemini"], copy = 0, 0
+    while written["gemini"] < size_mb * 0.1 * 1_048_576:
+        renames = {old: str(uuid.uuid4()) for _, data in chats for old in set(_UUID.findall(data.decode()))}
+        for path, data in chats:
+            relative = str(path.relative_to(GEMINI_FIXTURES))
+            for old, new in renames.items():
+                data = data.replace(old.encode(), new.encode())
+                relative = relative.replace(old, new).replace(old[:8], new[:8])
+            destination = target / "gemini" / f"project{copy % 20}-{relative}"
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            destination.write_bytes(data)
+            written["gemini"] += len(data)
+        copy += 1
+    return written
+
+
+def backfill(roots: dict[str, list[Path]], home: Path, corpus_bytes: int, workers: int = 1) -> dict[str, float]:
     config = load_config({"MEMEX_HOME": str(home), "MEMEX_COMPUTER": "bench"})
     conn = connect(config.db_path)
-    transcripts = discover({"claude": [corpus]})
+    transcripts = discover(roots)
+    before = _cpu_seconds()
     started = time.perf_counter()
-    report = index_transcripts(conn, config, transcripts)
+    report = index_transcripts(conn, config, transcripts, workers=workers)
     seconds = time.perf_counter() - started
+    after = _cpu_seconds()
     conn.close()
     return {
+        "writer_cpu": after[0] - before[0],
+        "workers_cpu": after[1] - before[1],
         "files": report.files,
         "turns": report.turns,
+        "mirrors": report.mirrors,
         "seconds": seconds,
         "mb_per_s": corpus_bytes / 1_048_576 / seconds,
         "turns_per_s": report.turns / seconds,
@@ -72,16 +122,62 @@ def backfill(corpus: Path, home: Path, corpus_bytes: int) -> dict[str, float]:
 
 
 def _turn_lines(session_id: str, n: int) -> bytes:
+    """One realistic turn, written as Claude Code writes it: a prompt, a tool call, its result, an answer."""
     stamp = "2026-06-01T10:00:00.000Z"
     base = {"sessionId": session_id, "cwd": "/home/bench/big", "timestamp": stamp, "isSidechain": False}
-    prompt = {**base, "type": "user", "uuid": f"u{n}", "message": {"role": "user", "content": f"append {n}"}}
-    answer = {
-        **base,
-        "type": "assistant",
-        "uuid": f"a{n}",
-        "message": {"id": f"m{n}", "role": "assistant", "content": [{"type": "text", "text": f"answer {n}"}]},
-    }
-    return (json.dumps(prompt) + "\n" + json.dumps(answer) + "\n").encode()
+    message_id = f"msg_{n}"
+    records = [
+        {**base, "type": "user", "uuid": f"u{n}", "message": {"role": "user", "content": f"fix the bug #{n}"}},
+        {
+            **base,
+            "type": "assistant",
+            "uuid": f"a{n}",
+            "message": {
+                "id": message_id,
+                "role": "assistant",
+                "content": [{"type": "text", "text": f"Let me read the module {n}."}],
+            },
+        },
+        {
+            **base,
+            "type": "assistant",
+            "uuid": f"b{n}",
+            "message": {
+                "id": message_id,
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": f"t{n}",
+                        "name": "Read",
+                        "input": {"file_path": f"/home/bench/big/src/mod{n}.py"},
+                    }
+                ],
+            },
+        },
+        {
+            **base,
+            "type": "user",
+            "uuid": f"r{n}",
+            "message": {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": f"t{n}", "content": "def f():\n    return 1\n" * 200}
+                ],
+            },
+        },
+        {
+            **base,
+            "type": "assistant",
+            "uuid": f"c{n}",
+            "message": {
+                "id": f"msg_{n}b",
+                "role": "assistant",
+                "content": [{"type": "text", "text": f"Fixed: mod{n}.py now returns early. " * 20}],
+            },
+        },
+    ]
+    return "".join(json.dumps(record) + "\n" for record in records).encode()
 
 
 def incremental(workdir: Path, size_mb: int, appends: int = 30) -> dict[str, float]:
@@ -111,6 +207,8 @@ def incremental(workdir: Path, size_mb: int, appends: int = 30) -> dict[str, flo
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size-mb", type=int, default=500, help="backfill corpus size (default 500)")
+    parser.add_argument("--mixed-mb", type=int, default=200, help="mixed-agent backfill corpus size (default 200)")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes for the mixed backfill")
     parser.add_argument("--big-mb", type=int, default=50, help="transcript size for the incremental test")
     args = parser.parse_args()
     console = Console()
@@ -119,7 +217,19 @@ def main() -> None:
         console.print(f"building a {args.size_mb} MB corpus from {SHARED} …", style="dim")
         corpus_bytes = build_backfill_corpus(work / "corpus", args.size_mb)
         console.print("full backfill …", style="dim")
-        full = backfill(work / "corpus", work / "home", corpus_bytes)
+        full = backfill({"claude": [work / "corpus"]}, work / "home", corpus_bytes)
+        console.print(f"building a {args.mixed_mb} MB mixed-agent corpus …", style="dim")
+        mixed_bytes = build_mixed_corpus(work / "mixed", args.mixed_mb)
+        mixed_total = sum(mixed_bytes.values())
+        roots = {
+            "claude": [work / "mixed" / "claude"],
+            "codex": [work / "mixed" / "codex"],
+            "gemini": [work / "mixed" / "gemini"],
+        }
+        console.print("mixed-agent backfill, one process …", style="dim")
+        mixed_one = backfill(roots, work / "home-mixed-1", mixed_total, workers=1)
+        console.print(f"mixed-agent backfill, {args.workers} workers …", style="dim")
+        mixed_par = backfill(roots, work / "home-mixed-n", mixed_total, workers=args.workers)
         console.print("incremental ingest …", style="dim")
         small = incremental(work, max(1, args.big_mb // 10))
         big = incremental(work, args.big_mb)
@@ -135,13 +245,27 @@ def main() -> None:
     )
     table.add_row("  turns per second", f"{full['turns_per_s']:,.0f}", "")
     table.add_row("  wall time", f"{full['seconds']:.1f} s", "")
+    shares = ", ".join(f"{agent} {size / 1_048_576:.0f}" for agent, size in mixed_bytes.items())
+    for label, result in (("one process", mixed_one), (f"{args.workers} parsing workers", mixed_par)):
+        table.add_row(
+            f"mixed-agent backfill ({mixed_total / 1_048_576:.0f} MB: {shares}; {result['files']} files), {label}",
+            f"{result['mb_per_s']:.1f} MB/s · {result['seconds']:.1f} s",
+            "≥ 20 MB/s",
+        )
+    table.add_row(
+        "  CPU: writer · parsing workers",
+        f"{mixed_one['writer_cpu']:.1f} s · — / {mixed_par['writer_cpu']:.1f} s · {mixed_par['workers_cpu']:.1f} s",
+        "",
+    )
+    table.add_row("  mirrors written", f"{mixed_par['mirrors']:,}", "")
     for label, result in ((f"{max(1, args.big_mb // 10)} MB", small), (f"{args.big_mb} MB", big)):
         table.add_row(
-            f"incremental, one turn appended to {label}",
+            f"incremental: +1 turn on {label}",
             f"p50 {result['p50_ms']:.1f} ms · p95 {result['p95_ms']:.1f} ms",
             "< 100 ms",
         )
     console.print(table)
+    console.print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", style="dim")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,18 @@ FIXTURES = Path(__file__).parent / "fixtures"
 HILLVIEW = FIXTURES / "claude" / "hillview" / "-home-jenkins-Personal-AI-Infrastructure"
 SLAY = FIXTURES / "claude" / "slay" / "-Users-chloe-c-slay" / "2969822b-3c7d-47bd-8814-4bc86f67056a.jsonl"
 MISC = FIXTURES / "claude" / "misc"
+CODEX = FIXTURES / "codex" / "sessions"
+CODEX_ABORTED = CODEX / "2025/11/12/rollout-2025-11-12T17-48-11-019a7ae6-1945-7c63-98f2-210adb922af9.jsonl"
+CODEX_SHORT = CODEX / "2025/11/13/rollout-2025-11-13T18-21-11-019a802a-aab1-7c31-9831-d2510c7a74a2.jsonl"
+CODEX_OLD = CODEX / "2025/05/01/rollout-2025-05-01T10-00-00-old-format.jsonl"
+CODEX_PARTIAL = FIXTURES / "codex" / "partial" / "session-alpha.jsonl"
+GEMINI = FIXTURES / "gemini" / "tmp"
+WEBSHOP_HASH = (
+    "616b7ef4d9a23f3c7c27f4058a52f106bc7c0e392e4a737efe77d5b9108d4f08"  # sha256 of /home/alice/projects/webshop
+)
+GEMINI_LEGACY = GEMINI / WEBSHOP_HASH / "chats" / "session-2025-09-01T10-00-abcd1234.json"
+GEMINI_JSONL = GEMINI / "inventory-api" / "chats" / "session-2026-03-02T09-15-ef567890.jsonl"
+GEMINI_SUBAGENT = GEMINI / "inventory-api" / "chats" / "ef567890-3c4d-4e5f-8a9b-0c1d2e3f4a5b" / "k3x9q2.jsonl"
 
 
 @pytest.fixture

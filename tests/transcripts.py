@@ -142,3 +142,127 @@ def simple_turn(session: ClaudeSession, prompt: str, answer: str, edit: str | No
         )
         session.write(session.tool_result(tool_id, "The file has been updated."))
     session.write(session.assistant(text(answer)))
+
+
+class CodexRollout:
+    """Builds the lines of one Codex CLI rollout (the wrapped `{timestamp, type, payload}` layout)."""
+
+    def __init__(self, path: Path, session_id: str, cwd: str = "/home/dev/shop"):
+        self.path = path
+        self.session_id = session_id
+        self.cwd = cwd
+        self.calls = itertools.count()
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(self, *records: dict[str, Any]) -> None:
+        with self.path.open("a", encoding="utf-8") as handle:
+            for record in records:
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+    @staticmethod
+    def line(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+        return {"timestamp": _stamp(), "type": kind, "payload": payload}
+
+    def meta(self) -> dict[str, Any]:
+        payload = {"id": self.session_id, "timestamp": _stamp(), "cwd": self.cwd, "cli_version": "0.58.0"}
+        return self.line("session_meta", {**payload, "originator": "codex_cli_rs", "instructions": "Be brief."})
+
+    def message(self, role: str, value: str) -> dict[str, Any]:
+        part = "output_text" if role == "assistant" else "input_text"
+        return self.line("response_item", {"type": "message", "role": role, "content": [{"type": part, "text": value}]})
+
+    def prompt(self, value: str) -> list[dict[str, Any]]:
+        """A prompt as Codex writes it: the response item, then the `user_message` event with the same text."""
+        return [
+            self.message("user", value),
+            self.line("event_msg", {"type": "user_message", "message": value, "images": []}),
+            self.line("turn_context", {"cwd": self.cwd, "model": "gpt-5-codex"}),
+        ]
+
+    def answer(self, value: str) -> list[dict[str, Any]]:
+        """An answer written twice, as an `agent_message` event and an assistant response item."""
+        return [self.line("event_msg", {"type": "agent_message", "message": value}), self.message("assistant", value)]
+
+    def reasoning(self, value: str) -> list[dict[str, Any]]:
+        summary = [{"type": "summary_text", "text": value}]
+        return [
+            self.line("event_msg", {"type": "agent_reasoning", "text": value}),
+            self.line("response_item", {"type": "reasoning", "summary": summary, "content": None}),
+        ]
+
+    def shell(self, script: str) -> list[dict[str, Any]]:
+        call_id = f"call_{next(self.calls)}"
+        arguments = json.dumps({"command": ["bash", "-lc", script], "workdir": self.cwd})
+        return [
+            self.line(
+                "response_item", {"type": "function_call", "name": "shell", "arguments": arguments, "call_id": call_id}
+            ),
+            self.line(
+                "response_item", {"type": "function_call_output", "call_id": call_id, "output": '{"output":"ok"}'}
+            ),
+        ]
+
+    def patch(self, *files: str) -> list[dict[str, Any]]:
+        call_id = f"call_{next(self.calls)}"
+        body = "*** Begin Patch\n" + "".join(f"*** Update File: {f}\n@@\n-a\n+b\n" for f in files) + "*** End Patch\n"
+        item = {"type": "custom_tool_call", "status": "completed", "call_id": call_id, "name": "apply_patch"}
+        return [
+            self.line("response_item", {**item, "input": body}),
+            self.line("response_item", {"type": "custom_tool_call_output", "call_id": call_id, "output": "Success."}),
+        ]
+
+    def turn(self, prompt: str, answer: str, script: str | None = None) -> None:
+        """Append one complete exchange."""
+        records = self.prompt(prompt) + self.reasoning("Thinking about it")
+        if script:
+            records += self.shell(script)
+        self.write(*records, *self.answer(answer))
+
+
+class GeminiChat:
+    """Builds a Gemini CLI chat in the event-sourced JSONL form (header, messages, `$set`, `$rewindTo`)."""
+
+    def __init__(self, path: Path, session_id: str, project_hash: str = "0" * 64, kind: str = "main"):
+        self.path = path
+        self.session_id = session_id
+        self.ids = itertools.count()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.write(
+            {
+                "sessionId": session_id,
+                "projectHash": project_hash,
+                "startTime": _stamp(),
+                "lastUpdated": _stamp(),
+                "kind": kind,
+            }
+        )
+
+    def write(self, *records: dict[str, Any]) -> None:
+        with self.path.open("a", encoding="utf-8") as handle:
+            for record in records:
+                handle.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+    def user(self, value: str) -> dict[str, Any]:
+        return {"id": f"m{next(self.ids)}", "timestamp": _stamp(), "type": "user", "content": [{"text": value}]}
+
+    def gemini(self, value: str, *tool_calls: dict[str, Any], thoughts: list[str] = ()) -> dict[str, Any]:
+        return {
+            "id": f"m{next(self.ids)}",
+            "timestamp": _stamp(),
+            "type": "gemini",
+            "content": value,
+            "thoughts": [{"subject": t, "description": t, "timestamp": _stamp()} for t in thoughts],
+            "toolCalls": list(tool_calls),
+            "tokens": None,
+            "model": "gemini-2.5-pro",
+        }
+
+    @staticmethod
+    def call(name: str, **args: Any) -> dict[str, Any]:
+        return {"id": f"{name}-1", "name": name, "args": args, "status": "success", "timestamp": _stamp()}
+
+    def touch(self) -> dict[str, Any]:
+        return {"$set": {"lastUpdated": _stamp()}}
+
+    def turn(self, prompt: str, answer: str) -> None:
+        self.write(self.user(prompt), self.touch(), self.gemini(answer), self.touch())

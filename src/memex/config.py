@@ -41,6 +41,9 @@ class Config:
     # lower than word pieces); 64 tokens of overlap keeps a sentence cut at a border findable from both sides.
     chunk_max_tokens: int = 384
     chunk_overlap_tokens: int = 64
+    # Worker processes parsing transcripts during a backfill. Two: the development machine and most laptops
+    # have at least two cores, and the single SQLite writer (this process) needs one of them.
+    index_workers: int = 2
     # A writer waits this long for another writer (a Stop hook racing `memex index`) before giving up.
     busy_timeout_ms: int = 30_000
 

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MISC, SLAY
+from conftest import CODEX, GEMINI, MISC, SLAY
+from memex.ingest.mirrors import Mirror, content_hash, store_mirror
+from memex.store.db import transaction
 from transcripts import ClaudeSession, simple_turn, text, tool_use
 
 SID = "aaaaaaaa-1111-2222-3333-444444444444"
@@ -88,15 +90,34 @@ def test_sessions_list(run, corpus: Path) -> None:
     assert "aaaaaaaa" in table.stdout and "PR #321" in table.stdout
 
 
-def test_show_by_prefix_marks_subagents(run, corpus: Path) -> None:
+def test_show_turns_by_prefix_marks_subagents(run, corpus: Path) -> None:
     run("index", str(corpus))
-    result = run("show", "aaaaaaaa")
+    result = run("show", "aaaaaaaa", "--turns")
     assert result.exit_code == 0
     assert "[Subagent: a77]" in result.stdout
     assert "parse_config_file" in result.stdout and "Python decorators" in result.stdout
-    data = as_json(run("show", "aaaaaaaa", "--json"))
+    assert "Tools: Edit ×1" in result.stdout
+    data = as_json(run("show", "aaaaaaaa", "--turns", "--json"))
     assert data["session"]["session_id"] == SID
     assert {t["agent_id"] for t in data["turns"]} == {"", "a77"}
+
+
+def test_show_renders_the_conversation_by_default(run, corpus: Path) -> None:
+    run("index", str(corpus))
+    result = run("show", "aaaaaaaa")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines[0] == "the parse_config_file helper crashes on src/memex/config_loader.py"
+    assert "1 subagents (--turns shows them)" in lines[1] and "PR #321" in lines[1]
+    speakers = [line.split(" · ")[0] for line in lines if line.startswith(("User ·", "Assistant ·"))]
+    assert speakers == ["User", "Assistant", "User", "Assistant"]
+    assert "Fixed parse_config_file: it now handles empty files." in result.stdout
+    assert "Tools:" not in result.stdout and "Python decorators" not in result.stdout  # no tools, no subagents
+    data = as_json(run("show", "aaaaaaaa", "--json"))
+    assert data["session"]["session_id"] == SID and data["mirror"]["computer"] == "testbox"
+    assert [m["role"] for m in data["mirror"]["messages"]] == ["user", "assistant", "user", "assistant"]
+    assert data["mirror"]["messages"][2]["text"] == "怎么删除一个 git worktree？我想清理掉旧的工作树"
+    assert data["mirror"]["metadata"]["prs"] == [321]
 
 
 def test_show_errors_are_one_line(run, corpus: Path) -> None:
@@ -175,3 +196,96 @@ def test_user_errors_exit_non_zero_with_one_line(run, corpus: Path, args, messag
 def test_reading_before_indexing(run) -> None:
     result = run("search", "anything")
     assert result.exit_code == 2 and "run `memex index` first" in result.stderr
+
+
+@pytest.fixture
+def agents_home(tmp_path: Path, home: Path) -> Path:
+    """The three agents' default folders (as the `home` fixture points them), holding real transcripts."""
+    shutil.copytree(CODEX, tmp_path / "codex-sessions")
+    shutil.copytree(GEMINI, tmp_path / "gemini-tmp")
+    claude_dir = tmp_path / "claude-projects" / "-Users-chloe-c-slay"
+    claude_dir.mkdir(parents=True)
+    shutil.copy(SLAY, claude_dir / SLAY.name)
+    return tmp_path
+
+
+def test_index_every_agents_default_folder(run, agents_home: Path) -> None:
+    summary = as_json(run("index", "--json"))
+    assert summary["sessions"] == 6 and summary["subagents"] == 1 and summary["mirrors"] == 6
+    stats = as_json(run("stats", "--json"))
+    assert stats["sessions_by_agent"] == {"claude": 1, "codex": 3, "gemini": 2} and stats["mirrors"] == 6
+
+
+def test_agent_option_everywhere(run, agents_home: Path) -> None:
+    assert as_json(run("index", "--agent", "codex", "--json"))["sessions"] == 3
+    assert {s["agent"] for s in as_json(run("sessions", "list", "--json"))} == {"codex"}
+    run("index")
+    gemini_sessions = as_json(run("sessions", "list", "--agent", "gemini", "--json"))
+    assert {s["session_id"][:8] for s in gemini_sessions} == {"ef567890", "abcd1234"}
+    hits = as_json(run("search", "pagination", "--agent", "gemini", "--json"))
+    assert hits and {h["agent"] for h in hits} == {"gemini"}
+    assert not as_json(run("search", "pagination", "--agent", "codex", "--json"))
+    shown = as_json(run("show", "ef56", "--agent", "gemini", "--json"))
+    assert shown["session"]["agent"] == "gemini"
+    wrong = run("show", "ef56", "--agent", "codex")
+    assert wrong.exit_code == 2 and "no codex session matches 'ef56'" in wrong.stderr
+    bad = run("sessions", "list", "--agent", "cursor")
+    assert bad.exit_code == 2 and "Invalid value" in bad.stderr
+
+
+def test_show_a_codex_and_a_gemini_conversation(run, agents_home: Path) -> None:
+    run("index")
+    codex = run("show", "019a7ae6")
+    assert codex.exit_code == 0 and codex.stdout.count("\nUser · ") == 6
+    assert "<environment_context>" not in codex.stdout and "Searching for note in repo" not in codex.stdout
+    gemini = run("show", "ef567890")
+    assert "Add validated page/limit pagination to GET /items" in gemini.stdout.splitlines()[0]
+    assert "顺便给分页参数加上校验" in gemini.stdout and "cursor-based" not in gemini.stdout
+    turns = run("show", "ef567890", "--turns")
+    assert "[Subagent: k3x9q2]" in turns.stdout and "Tools: replace ×1" in turns.stdout
+
+
+def test_search_merges_mirror_hits_per_session(run, conn, agents_home: Path) -> None:
+    run("index")
+    hits = as_json(run("search", "Decimal", "--json"))
+    assert all({"source", "computer", "session_id", "full_text", "matched_chunk"} <= set(h) for h in hits)
+    # Turns of the session matched: its mirror hit only strengthens them, it is not a second result.
+    assert [h["source"] for h in hits if h["session_id"].startswith("abcd1234")] == ["turn"] * len(hits)
+    # Words spread over the first and last turns: the session's conversation holds both; it adds its weight
+    # to the session's turns (found by any word) and is not listed again.
+    spread = as_json(run("search", "cent", "3e9a1f2", "--json"))
+    assert {(h["session_id"][:8], h["source"]) for h in spread} == {("abcd1234", "turn")}
+
+
+def test_a_session_known_only_by_its_mirror_is_found(run, conn, agents_home: Path) -> None:
+    run("index")
+    remote = Mirror(
+        session_id="remote-0001",
+        computer="laptop",
+        agent="codex",
+        project="/home/ana/kitchen",
+        title="Tune the sourdough proofing timer",
+        timestamp_start="2026-04-01T10:00:00.000Z",
+        timestamp_end="2026-04-01T11:00:00.000Z",
+        conversation_text="User: the proofing timer fires too early\n\nAssistant: Raised PROOF_MINUTES to 90.",
+        metadata={"format": 1, "messages": [["user", 6, 40, None], ["assistant", 53, 83, None]], "prs": []},
+    )
+    remote.content_hash = content_hash(remote)
+    with transaction(conn):
+        store_mirror(conn, remote)
+    (hit,) = as_json(run("search", "proofing timer", "--json"))
+    assert (hit["source"], hit["computer"], hit["session_id"]) == ("mirror", "laptop", "remote-0001")
+    assert "proofing timer" in hit["matched_chunk"] and hit["full_text"].startswith("User: the proofing")
+    assert as_json(run("search", "proofing", "--project", "kitchen", "--json"))
+    assert not as_json(run("search", "proofing", "--agent", "claude", "--json"))
+    assert not as_json(run("search", "proofing", "--file", "timer.py", "--json"))  # mirrors record no files
+    terminal = run("search", "proofing")
+    assert "[conversation from laptop]" in terminal.stdout
+    shown = run("show", "remote-0001")
+    assert shown.exit_code == 0 and "on laptop" in shown.stdout and "Raised PROOF_MINUTES to 90." in shown.stdout
+    assert [m["text"] for m in as_json(run("show", "remote", "--json"))["mirror"]["messages"]] == [
+        "the proofing timer fires too early",
+        "Raised PROOF_MINUTES to 90.",
+    ]
+    turns = run("show", "remote-0001", "--turns")
+    assert turns.exit_code == 2 and "ran on laptop" in turns.stderr

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from memex.cli.app import App
 from memex.cli.render import byte_progress
+from memex.errors import UserError
 from memex.ingest.indexer import default_roots, discover, index_transcripts
 from memex.sources import ADAPTERS
 
@@ -22,10 +23,26 @@ from memex.sources import ADAPTERS
     type=click.Choice(sorted(ADAPTERS)),
     help="Only this agent's transcripts (repeatable). Default: every agent.",
 )
+@click.option(
+    "--all",
+    "everything",
+    is_flag=True,
+    help="Backfill every agent's default folders (configurable: claude_dir, codex_dir, gemini_dir).",
+)
+@click.option(
+    "--workers", type=click.IntRange(1), help="Processes parsing transcripts in a backfill (default: index_workers)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_obj
-def index_command(app: App, paths: tuple[Path, ...], agents: tuple[str, ...], as_json: bool) -> None:
-    """Index transcripts: the agents' default folders, or the files and folders given as PATHS."""
+def index_command(
+    app: App, paths: tuple[Path, ...], agents: tuple[str, ...], everything: bool, workers: int | None, as_json: bool
+) -> None:
+    """Index transcripts: the agents' default folders, or the files and folders given as PATHS.
+
+    Re-running reads only what changed; an interrupted run resumes where it stopped.
+    """
+    if everything and (paths or agents):
+        raise UserError("--all indexes every agent's default folders: give it no PATHS and no --agent")
     chosen = list(agents) or sorted(ADAPTERS)
     if paths:
         roots = {agent: [p.resolve() for p in paths] for agent in chosen}
@@ -38,9 +55,11 @@ def index_command(app: App, paths: tuple[Path, ...], agents: tuple[str, ...], as
         task = progress.task_ids[0]
 
         def advance(transcript, _report) -> None:  # type: ignore[no-untyped-def]
-            progress.update(task, advance=_size(transcript.path), current=transcript.path.name)
+            progress.update(task, advance=_size(transcript.path), current=f"{transcript.agent} {transcript.path.name}")
 
-        report = index_transcripts(conn, app.config, transcripts, on_file=advance)
+        report = index_transcripts(
+            conn, app.config, transcripts, on_file=advance, workers=workers or app.config.index_workers
+        )
     for warning in report.warnings:
         app.err.print(f"[yellow]warning:[/] {warning}", markup=True, highlight=False)
     if as_json:
@@ -62,6 +81,7 @@ def index_command(app: App, paths: tuple[Path, ...], agents: tuple[str, ...], as
         ("lines read", "lines"),
         ("bad lines skipped", "bad_lines"),
         ("missing files", "missing_files"),
+        ("mirrors written", "mirrors"),
         ("seconds", "seconds"),
     ]:
         table.add_row(label, str(rows[key]))

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from memex.errors import UserError
+from memex.sources import ADAPTERS
 from memex.store.queries import Filters
 from memex.textutil import parse_when
 
@@ -20,7 +21,7 @@ def filter_options(*names: str) -> Callable[[Callable[..., Any]], Callable[..., 
     """Add the named filter options (project, agent, since, until, session, file, pr) to a command."""
     available = {
         "project": click.option("--project", help="A project folder (and below) or a project name."),
-        "agent": click.option("--agent", help="Only sessions of this agent (claude, codex, gemini)."),
+        "agent": click.option("--agent", type=click.Choice(sorted(ADAPTERS)), help="Only sessions of this agent."),
         "since": click.option("--since", help="From this date: 2026-05-01, ISO time, or 7d / 12h / 2w ago."),
         "until": click.option("--until", help="Up to this date (a bare date includes the whole day)."),
         "session": click.option("--session", help="Only this session (id or unique prefix)."),

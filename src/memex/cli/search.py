@@ -13,6 +13,7 @@ from memex.cli.render import project_name, short_time, subagent_label
 from memex.cli.show import styled_turn_text
 from memex.errors import UserError
 from memex.search.lexical import lexical_search
+from memex.search.mirrors import merge_hits, search_mirrors
 from memex.textutil import shorten
 
 EXCERPT_CHARS = 400
@@ -26,11 +27,12 @@ EXCERPT_CHARS = 400
 @json_option
 @click.pass_obj
 def search_command(app: App, query: tuple[str, ...], limit: int, full: bool, as_json: bool, **options: Any) -> None:
-    """Search past turns for QUERY (words, identifiers, paths; any language)."""
+    """Search past turns and session mirrors for QUERY (words, identifiers, paths; any language)."""
     text = " ".join(query).strip()
     if not text:
         raise UserError("the search query is empty")
-    results = lexical_search(app.db_readonly(), text, build_filters(**options), limit)
+    conn, filters = app.db_readonly(), build_filters(**options)
+    results = merge_hits(lexical_search(conn, text, filters, limit), search_mirrors(conn, text, filters, limit), limit)
     if as_json:
         app.emit_json(results)
         return
@@ -46,6 +48,9 @@ def search_command(app: App, query: tuple[str, ...], limit: int, full: bool, as_
         )
         if hit["agent_id"]:
             head.append(f" {subagent_label(hit['agent_id'])}", style="magenta")
+        if hit["source"] == "mirror":
+            where = "" if hit["computer"] == app.config.computer else f" from {hit['computer']}"
+            head.append(f" [conversation{where}]", style="yellow")
         out.print(head)
         if hit["title"]:
             out.print(Text("   " + shorten(hit["title"], 100), style="bold"))

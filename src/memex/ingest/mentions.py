@@ -36,6 +36,7 @@ def tool_paths(tool: ToolUse) -> Iterator[str]:
         value = tool.input.get(key)
         if isinstance(value, str) and value.strip():
             yield value
+    yield from tool.paths
     edits = tool.input.get("edits")
     if tool.name == "MultiEdit" and isinstance(edits, list):
         for edit in edits:

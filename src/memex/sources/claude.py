@@ -15,6 +15,8 @@ AGENT = "claude"
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
 # Subagent files that are not conversations worth recalling: compaction runs and prompt suggestions.
 SKIPPED_SUBAGENT_PREFIXES = ("acompact", "prompt_suggestion")
+# Record types of Codex rollouts (`{timestamp, type, payload}`): such a file is not a Claude transcript.
+_CODEX_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
 _COMMAND = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
 _BASH_INPUT = re.compile(r"<bash-input>(.*?)</bash-input>", re.DOTALL)
@@ -34,12 +36,24 @@ _META_PREFIXES = (
 # --- discovery -------------------------------------------------------------------------------------
 
 
-def _peek_ids(path: Path, max_lines: int = 50) -> tuple[str | None, str | None]:
-    """The first `sessionId` and `agentId` found in the first lines of a transcript."""
+def _foreign(data: dict[str, Any]) -> bool:
+    """True for the first record of another agent's transcript (a Codex rollout, a Gemini chat)."""
+    if "payload" in data and data.get("type") in _CODEX_TYPES:
+        return True
+    if "projectHash" in data or "$set" in data or "$rewindTo" in data:
+        return True
+    return isinstance(data.get("id"), str) and "timestamp" in data and "type" not in data
+
+
+def _peek_ids(path: Path, max_lines: int = 50) -> tuple[str | None, str | None] | None:
+    """The first `sessionId` and `agentId` found in the first lines of a transcript; None when the file
+    belongs to another agent."""
     session_id = agent_id = None
     try:
         for number, line in enumerate(read_jsonl(path)):
             data = line.data
+            if number == 0 and isinstance(data, dict) and _foreign(data):
+                return None
             if isinstance(data, dict):
                 if session_id is None and isinstance(data.get("sessionId"), str):
                     session_id = data["sessionId"]
@@ -53,22 +67,30 @@ def _peek_ids(path: Path, max_lines: int = 50) -> tuple[str | None, str | None]:
 
 
 def classify(path: Path) -> Transcript | None:
-    """What a `.jsonl` file under a Claude projects folder is: a session, a subagent, or nothing."""
+    """What a `.jsonl` file under a Claude projects folder is: a session, a subagent, or nothing.
+
+    Other agents' files are not Claude's: Codex rollouts (`rollout-*.jsonl`), Gemini chats (under a
+    `chats/` folder), and any file whose first record has another agent's shape.
+    """
     stem = path.stem
+    if stem.startswith("rollout-") or "chats" in (path.parent.name, path.parent.parent.name):
+        return None
     if stem.startswith("agent-"):
         agent_id = stem.removeprefix("agent-")
         if agent_id.startswith(SKIPPED_SUBAGENT_PREFIXES):
             return None
         if path.parent.name == "subagents":  # <session-id>/subagents/agent-<id>.jsonl
             return Transcript(path, AGENT, path.parent.parent.name, agent_id)
-        session_id, inner_agent = _peek_ids(path)  # 2.0.x: sidechains beside the sessions
-        if session_id is None:
+        ids = _peek_ids(path)  # 2.0.x: sidechains beside the sessions
+        if ids is None or ids[0] is None:
             return None
-        return Transcript(path, AGENT, session_id, inner_agent or agent_id)
+        return Transcript(path, AGENT, ids[0], ids[1] or agent_id)
     if _UUID.match(stem):
         return Transcript(path, AGENT, stem)
-    session_id, _ = _peek_ids(path)
-    return Transcript(path, AGENT, session_id or stem)
+    ids = _peek_ids(path)
+    if ids is None:
+        return None
+    return Transcript(path, AGENT, ids[0] or stem)
 
 
 def discover(roots: Iterable[Path]) -> list[Transcript]:

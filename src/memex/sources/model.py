@@ -29,6 +29,8 @@ class ToolUse:
     name: str
     input: dict[str, Any]
     id: str | None = None
+    # Files the adapter read from the call itself (patch headers, shell arguments), as written.
+    paths: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -88,3 +90,6 @@ class Transcript:
     agent: str  # "claude", "codex", "gemini"
     session_id: str
     subagent_id: str | None = None  # set for a subagent (sidechain) transcript of `session_id`
+    # Other files holding the same session that this one supersedes (Gemini keeps a `.json` beside the
+    # `.jsonl` it migrated to, and copies of a project folder under its hash and its name).
+    aliases: tuple[Path, ...] = ()

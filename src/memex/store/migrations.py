@@ -135,6 +135,54 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX pr_links_pr_number ON pr_links(pr_number);
     """,
+    # 2: mirrors, the conversation-only text of each session (user and assistant text), keyed by session and
+    # computer: local mirrors and those received from other computers share the table. The integer id only
+    # anchors the full-text index (an implicit rowid may change on VACUUM); (session_id, computer) is the key.
+    """
+    CREATE TABLE mirrors (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL,
+        computer TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        project TEXT,
+        title TEXT,
+        timestamp_start TEXT,
+        timestamp_end TEXT,
+        conversation_text TEXT NOT NULL,
+        metadata TEXT NOT NULL DEFAULT '{}',
+        content_hash TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        fts_title TEXT,
+        fts_body TEXT,
+        UNIQUE (session_id, computer)
+    );
+    CREATE INDEX mirrors_timestamp_start ON mirrors(timestamp_start);
+    CREATE INDEX mirrors_project ON mirrors(project);
+    -- As for chunks: FTS5 reads CJK text with a space around each character.
+    CREATE VIEW mirrors_fts_source AS
+        SELECT id, coalesce(fts_title, title, '') AS title, coalesce(fts_body, conversation_text) AS body FROM mirrors;
+    CREATE VIRTUAL TABLE mirrors_fts USING fts5(
+        title, body, content='mirrors_fts_source', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER mirrors_fts_insert AFTER INSERT ON mirrors BEGIN
+        INSERT INTO mirrors_fts(rowid, title, body)
+        VALUES (new.id, coalesce(new.fts_title, new.title, ''), coalesce(new.fts_body, new.conversation_text));
+    END;
+    CREATE TRIGGER mirrors_fts_delete AFTER DELETE ON mirrors BEGIN
+        INSERT INTO mirrors_fts(mirrors_fts, rowid, title, body)
+        VALUES (
+            'delete', old.id, coalesce(old.fts_title, old.title, ''), coalesce(old.fts_body, old.conversation_text)
+        );
+    END;
+    CREATE TRIGGER mirrors_fts_update AFTER UPDATE ON mirrors BEGIN
+        INSERT INTO mirrors_fts(mirrors_fts, rowid, title, body)
+        VALUES (
+            'delete', old.id, coalesce(old.fts_title, old.title, ''), coalesce(old.fts_body, old.conversation_text)
+        );
+        INSERT INTO mirrors_fts(rowid, title, body)
+        VALUES (new.id, coalesce(new.fts_title, new.title, ''), coalesce(new.fts_body, new.conversation_text));
+    END;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -25,17 +25,23 @@ class Filters:
     include_subagents: bool = True
     exclude_session: str | None = None  # never this session's turns (a hook's own session)
 
+    def _project_clause(self, column: str) -> tuple[str, list[Any]]:
+        assert self.project
+        if "/" in self.project or self.project in (".", "~"):
+            root = str(Path(self.project).expanduser().resolve())
+            params = [root, _like_escape(root) + "/%"]
+        else:
+            params = [self.project, "%/" + _like_escape(self.project)]
+        return f"({column} = ? OR {column} LIKE ? ESCAPE '\\')", params
+
     def session_clauses(self, s: str = "s") -> tuple[list[str], list[Any]]:
         """SQL conditions (and their parameters) on the sessions table aliased `s`."""
         clauses: list[str] = []
         params: list[Any] = []
         if self.project:
-            clauses.append(f"({s}.project_dir = ? OR {s}.project_dir LIKE ? ESCAPE '\\')")
-            if "/" in self.project or self.project in (".", "~"):
-                root = str(Path(self.project).expanduser().resolve())
-                params += [root, _like_escape(root) + "/%"]
-            else:
-                params += [self.project, "%/" + _like_escape(self.project)]
+            clause, values = self._project_clause(f"{s}.project_dir")
+            clauses.append(clause)
+            params += values
         if self.agent:
             clauses.append(f"{s}.agent = ?")
             params.append(self.agent)
@@ -67,6 +73,31 @@ class Filters:
             alternatives = " OR ".join(["fm.file_path = ?"] * len(forms) + ["fm.file_path LIKE ? ESCAPE '\\'"])
             clauses.append(f"{t}.id IN (SELECT fm.turn_id FROM file_mentions fm WHERE {alternatives})")
             params += [*forms, "%/" + _like_escape(forms[-1])]
+        return clauses, params
+
+    def mirror_clauses(self, m: str = "m") -> tuple[list[str], list[Any]] | None:
+        """SQL conditions on the mirrors table aliased `m`; None when the filters need what mirrors do not
+        record (the files a turn touched, pull requests)."""
+        if self.file or self.pr is not None:
+            return None
+        clauses: list[str] = []
+        params: list[Any] = []
+        if self.project:
+            clause, values = self._project_clause(f"{m}.project")
+            clauses.append(clause)
+            params += values
+        if self.agent:
+            clauses.append(f"{m}.agent = ?")
+            params.append(self.agent)
+        if self.session:
+            clauses.append(f"{m}.session_id LIKE ? ESCAPE '\\'")
+            params.append(_like_escape(self.session) + "%")
+        if self.since:
+            clauses.append(f"coalesce({m}.timestamp_end, {m}.timestamp_start) >= ?")
+            params.append(self.since)
+        if self.until:
+            clauses.append(f"{m}.timestamp_start <= ?")
+            params.append(self.until)
         return clauses, params
 
 
@@ -117,17 +148,21 @@ def list_sessions(conn: sqlite3.Connection, filters: Filters, limit: int = 20) -
     return sessions
 
 
-def resolve_session(conn: sqlite3.Connection, prefix: str) -> str:
-    """The full id of the one session whose id starts with `prefix`."""
+def resolve_session(conn: sqlite3.Connection, prefix: str, agent: str | None = None) -> str:
+    """The full id of the one session (indexed here, or known by its mirror) whose id starts with `prefix`."""
     prefix = prefix.strip()
     if not prefix:
         raise UserError("give a session id (or a unique prefix of one)")
+    pattern = _like_escape(prefix) + "%"
+    agent_clause = " AND agent = ?" if agent else ""
     rows = conn.execute(
-        "SELECT session_id FROM sessions WHERE session_id LIKE ? ESCAPE '\\' ORDER BY session_id LIMIT 6",
-        (_like_escape(prefix) + "%",),
+        f"SELECT session_id FROM sessions WHERE session_id LIKE ? ESCAPE '\\'{agent_clause} UNION "
+        f"SELECT session_id FROM mirrors WHERE session_id LIKE ? ESCAPE '\\'{agent_clause} "
+        "ORDER BY session_id LIMIT 6",
+        [pattern, *([agent] if agent else []), pattern, *([agent] if agent else [])],
     ).fetchall()
     if not rows:
-        raise UserError(f"no session matches {prefix!r}")
+        raise UserError(f"no {agent + ' ' if agent else ''}session matches {prefix!r}")
     exact = [r["session_id"] for r in rows if r["session_id"] == prefix]
     if exact:
         return exact[0]
@@ -212,6 +247,7 @@ def statistics(conn: sqlite3.Connection, db_path: Path) -> dict[str, Any]:
         "chunks": count("SELECT count(*) FROM chunks"),
         "file_mentions": count("SELECT count(*) FROM file_mentions"),
         "pr_links": count("SELECT count(*) FROM pr_links"),
+        "mirrors": count("SELECT count(*) FROM mirrors"),
         "bad_lines": count("SELECT coalesce(sum(bad_lines), 0) FROM sessions")
         + count("SELECT coalesce(sum(bad_lines), 0) FROM subagent_sessions"),
     }

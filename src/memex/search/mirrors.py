@@ -1,0 +1,134 @@
+"""Search over mirrors, and the merge of mirror hits with turn hits: one result per session found.
+
+A session indexed here is found through its turns; its mirror hit only strengthens its best turn. A session
+known only by its mirror (another computer's) is a hit of its own, with an excerpt of its conversation.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from typing import Any
+
+from memex.ingest.mirrors import LABELS, mirror_from_row
+from memex.search.lexical import _words, fts_query
+from memex.store.queries import Filters, where
+from memex.textutil import has_cjk
+
+# Reciprocal-rank fusion constant: rank 1 of one list weighs about as much as rank 1 of the other.
+RRF_K = 60
+# Title words count double: a session named for a subject is about it.
+TITLE_WEIGHT = 2.0
+EXCERPT_CHARS = 400
+CONTEXT_CHARS = 4_000
+
+
+def _match_offset(text: str, query: str) -> int:
+    """Where the first query word occurs in `text` (case-insensitive), or 0."""
+    lowered = text.lower()
+    best = -1
+    for word in _words(query):
+        needle = word.lower() if not has_cjk(word) else re.sub(r"\s+", "", word)
+        found = lowered.find(needle)
+        if found >= 0 and (best < 0 or found < best):
+            best = found
+    return max(best, 0)
+
+
+def excerpt(text: str, query: str, size: int = EXCERPT_CHARS) -> str:
+    """About `size` characters of `text` around the first place the query matches, on one line."""
+    at = _match_offset(text, query)
+    start = max(0, at - size // 3)
+    piece = " ".join(text[start : start + size].split())
+    return ("…" if start > 0 else "") + piece + ("…" if start + size < len(text) else "")
+
+
+def _context(text: str, spans: list[list[Any]], query: str) -> str:
+    """The matched message and the one before it, with their speaker labels (a turn-sized view)."""
+    at = _match_offset(text, query)
+    index = next((i for i, span in enumerate(spans) if span[1] <= at <= span[2]), None)
+    if index is None:
+        return text[:CONTEXT_CHARS]
+    first = max(0, index - 1)
+    start = spans[first][1] - len(LABELS.get(spans[first][0], "User")) - 2
+    piece = text[max(0, start) : spans[index][2]]
+    return piece if len(piece) <= CONTEXT_CHARS else piece[:CONTEXT_CHARS] + "…"
+
+
+def search_mirrors(conn: sqlite3.Connection, query: str, filters: Filters, limit: int) -> list[dict[str, Any]]:
+    """Mirrors matching `query` by BM25 (all words first, any word when that finds too few), best first."""
+    scoped = filters.mirror_clauses("m")
+    if scoped is None:
+        return []
+    clauses, params = scoped
+    found: dict[int, float] = {}
+    for match_all in (True, False):
+        expression = fts_query(query, match_all)
+        if expression is None:
+            return []
+        rows = conn.execute(
+            f"SELECT m.id, -bm25(mirrors_fts, {TITLE_WEIGHT}, 1.0) AS score FROM mirrors_fts "
+            f"JOIN mirrors m ON m.id = mirrors_fts.rowid{where(['mirrors_fts MATCH ?', *clauses])} "
+            f"ORDER BY bm25(mirrors_fts, {TITLE_WEIGHT}, 1.0) LIMIT ?",
+            [expression, *params, limit],
+        ).fetchall()
+        for row in rows:
+            found.setdefault(row["id"], row["score"])
+        if len(found) >= limit or len(_words(query)) <= 1:
+            break
+    if not found:
+        return []
+    marks = ",".join("?" * len(found))
+    rows = {r["id"]: r for r in conn.execute(f"SELECT * FROM mirrors WHERE id IN ({marks})", list(found))}
+    hits = []
+    for mirror_id, score in list(found.items())[:limit]:
+        mirror = mirror_from_row(rows[mirror_id])
+        text, spans = mirror.conversation_text, mirror.metadata.get("messages", [])
+        hits.append(
+            {
+                "source": "mirror",
+                "id": None,
+                "session_id": mirror.session_id,
+                "agent_id": "",
+                "line_index": None,
+                "kind": "mirror",
+                "is_sidechain": 0,
+                "provisional": 0,
+                "prompt_text": "",
+                "full_text": _context(text, spans, query),
+                "tool_summary": "",
+                "started_at": mirror.timestamp_start,
+                "ended_at": mirror.timestamp_end,
+                "agent": mirror.agent,
+                "computer": mirror.computer,
+                "project_dir": mirror.project,
+                "title": mirror.title,
+                "score": round(score, 4),
+                "matched_chunk": excerpt(text, query),
+            }
+        )
+    return hits
+
+
+def merge_hits(turn_hits: list[dict[str, Any]], mirror_hits: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """Turn and mirror hits fused by reciprocal rank, one place per session for its mirror.
+
+    A mirror hit of a session that has turn hits adds its weight to that session's best turn hit; a mirror
+    hit of a session without any is a result of its own.
+    """
+    fused: list[tuple[float, int, dict[str, Any]]] = []
+    best_turn: dict[str, int] = {}
+    for rank, hit in enumerate(turn_hits, 1):
+        hit = {**hit, "source": "turn"}
+        best_turn.setdefault(hit["session_id"], len(fused))
+        fused.append((1 / (RRF_K + rank), len(fused), hit))
+    for rank, hit in enumerate(mirror_hits, 1):
+        weight = 1 / (RRF_K + rank)
+        position = best_turn.get(hit["session_id"])
+        if position is not None:
+            score, order, turn = fused[position]
+            fused[position] = (score + weight, order, turn)
+        else:
+            fused.append((weight, len(fused), hit))
+    fused.sort(key=lambda item: (-item[0], item[1]))
+    return [hit for _, _, hit in fused[:limit]]
