@@ -351,7 +351,7 @@ def test_file_history_records_of_old_sessions_are_pruned(corpus, env: Path) -> N
 @pytest.mark.parametrize(
     ("event", "payload", "forbidden"),
     [
-        ("Stop", "stop", ("click", "rich", "memex.search", "memex.embed", "memex.cli.main")),
+        ("Stop", "stop", ("click", "rich", "memex.search", "memex.embed", "memex.cli.main", "multiprocessing")),
         ("UserPromptSubmit", "gated", ("click", "rich", "memex.search", "memex.ingest", "memex.store", "sqlite3")),
     ],
 )

@@ -140,7 +140,8 @@ def _hand_off(hook: Hook, session_path: Path, paths: list[Path]) -> bool:
 
 def ingest_session(hook: Hook, with_subagents: bool = True, busy_timeout_ms: int | None = None) -> bool:
     """Bring the store up to date with the hook's session (inline, or handed off when large); True if inline."""
-    from memex.ingest.indexer import session_transcripts
+    # The adapter directly, not `ingest.indexer.session_transcripts`: the indexer module loads the
+    # backfill's process-pool machinery, a third of a Stop hook's import time.
     from memex.ingest.pipeline import ingest_transcript
     from memex.sources import claude
 
@@ -148,7 +149,9 @@ def ingest_session(hook: Hook, with_subagents: bool = True, busy_timeout_ms: int
     if path is None or not path.is_file():
         hook.log["detail"] = "no transcript"
         return False
-    transcripts = session_transcripts(path) if with_subagents else claude.discover([path])
+    transcripts = claude.discover([path])
+    if with_subagents:
+        transcripts += claude.subagent_transcripts(path)
     config = hook.config
     conn = hook.store(write=True, busy_timeout_ms=busy_timeout_ms)
     pending = [(t, n) for t in transcripts if (n := _pending_bytes(conn, t)) is not None]
