@@ -1,3 +1,3 @@
-from memex.cli.main import main
+from memex.cli.entry import main
 
 main()

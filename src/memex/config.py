@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import socket
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,13 +15,23 @@ from memex.errors import ConfigError
 DEFAULT_HOME = Path("~/.local/share/memex")
 
 
+def _hostname() -> str:
+    """This machine's name (os.uname spares the hooks importing socket on every run)."""
+    try:
+        return os.uname().nodename
+    except AttributeError:  # not POSIX
+        import socket
+
+        return socket.gethostname()
+
+
 @dataclass(frozen=True)
 class Config:
     """Resolved settings for one memex process."""
 
     home: Path
     # The machine this store belongs to; names local sessions and mirrors (default: hostname).
-    computer: str = field(default_factory=socket.gethostname)
+    computer: str = field(default_factory=_hostname)
     # Where each agent writes its transcripts.
     claude_dir: Path = Path("~/.claude/projects")
     codex_dir: Path = Path("~/.codex/sessions")
@@ -38,6 +46,74 @@ class Config:
     index_workers: int = 2
     # A writer waits this long for another writer (a Stop hook racing `memex index`) before giving up.
     busy_timeout_ms: int = 30_000
+
+    # --- Claude Code hooks (memex.hooks) ---------------------------------------------------------------
+    # 0 turns every hook into a silent no-op without uninstalling it.
+    hooks_enabled: int = 1
+    # Seconds Claude Code gives each memex hook before cancelling it (written into settings.json). The
+    # hooks answer in well under a second; the limit only matters if something hangs, and a hung
+    # UserPromptSubmit hook holds the user's prompt that long, so it is short.
+    hook_timeout_s: int = 10
+    # Stop, SubagentStop and PreCompact ingest; a long first ingest may take longer than a prompt hook.
+    hook_ingest_timeout_s: int = 60
+    # A Stop hook waits this long for another writer (`memex index`, a parallel Stop hook: each holds
+    # the lock for one file, usually milliseconds) before giving up; the next Stop catches up.
+    hook_write_busy_timeout_ms: int = 5_000
+    # Readers in WAL mode never wait for writers; a wait only happens on a locked or recovering file,
+    # and the prompt must not wait on that: recall gives up and injects nothing.
+    hook_read_busy_timeout_ms: int = 300
+    # A query running longer than this is interrupted (prompt-time recall answers quickly or not at all).
+    hook_query_deadline_ms: int = 2_000
+    # New bytes a Stop hook ingests inline (~0.5 s at the ingest speed of bench/ingest.py); a larger
+    # backlog (the first Stop of a long session never indexed) goes to a detached `memex index`.
+    hook_inline_ingest_max_bytes: int = 16 * 1_048_576
+    # Claude Code caps injected context at 10,000 characters (longer text is replaced by a preview), so
+    # every injection stays below this hard ceiling whatever its token budget says.
+    hook_max_chars: int = 8_000
+    # The hook-run log (`memex hooks status`) is rotated to one `.1` generation past this size.
+    hook_log_max_bytes: int = 1_048_576
+    # Recall at UserPromptSubmit: at most this many estimated tokens injected (about 4,000 characters:
+    # room for 3–5 turns without crowding the user's own prompt), at most this many turns, at most
+    # this many from one session (so one long session cannot fill the context), each cut to this size.
+    recall_budget_tokens: int = 1_000
+    recall_max_hits: int = 5
+    recall_max_per_session: int = 2
+    recall_hit_max_tokens: int = 300
+    # The relevance floor: a turn is recalled only when it holds at least this share (percent, weighted
+    # by how rare each word is) of the prompt's meaningful words, and at least this many of them (or all
+    # of them when the prompt has fewer). Below that, BM25 returns turns sharing one common word: noise.
+    recall_min_coverage_pct: int = 50
+    recall_min_terms: int = 2
+    # A long prompt is reduced to its most distinctive words; more terms make an OR query slower without
+    # making it better.
+    recall_max_query_terms: int = 24
+    # Words found in more than this share (percent) of all chunks are not searched for (they still count
+    # for coverage): they rank almost nothing and their long posting lists make a query over 100k turns
+    # several times slower (bench/hooks.py).
+    recall_common_term_pct: int = 5
+    # Recall gate: a prompt needs this many units of content (a word, or two CJK characters, after
+    # removing acknowledgements) to be worth a search. "keep going" has 2; "fix the flaky login test" 5.
+    gate_min_content_units: int = 3
+    # SessionStart after compaction: the session's own turns just before the boundary, newest first.
+    compact_budget_tokens: int = 1_500
+    compact_max_turns: int = 8
+    # PreToolUse on Read/Edit/Write: past turns of other sessions that touched the file.
+    file_context_max_turns: int = 3
+    file_context_budget_tokens: int = 300
+    # A file's history is said once per session; that record is dropped after this many days without use
+    # (a session untouched that long is over, and a resumed one hears it once more).
+    file_context_seen_days: int = 2
+    # SubagentStart: the files the parent session touched most recently.
+    subagent_files_max: int = 15
+    # The warm recall server exits after this many idle seconds (0 disables it: every prompt takes the
+    # cold path). 15 minutes spans a pause between prompts; the memory it holds (and, later, the
+    # embedding model) is given back when the user has stopped working.
+    warm_idle_seconds: int = 900
+    # The hook gives the warm server this long to accept the connection (it is local: a live server
+    # accepts in microseconds; a stale socket fails at once) and this long to answer, then falls back
+    # to answering in-process.
+    warm_connect_timeout_ms: int = 100
+    warm_read_timeout_ms: int = 2_500
 
     @property
     def db_path(self) -> Path:
@@ -70,6 +146,8 @@ def load_config(env: dict[str, str] | None = None) -> Config:
     values: dict[str, object] = {}
     config_file = home / "config.toml"
     if config_file.is_file():
+        import tomllib  # only when there is a file to read (hooks start fast without one)
+
         try:
             values.update(tomllib.loads(config_file.read_text(encoding="utf-8")))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -8,6 +8,7 @@ import click
 
 from memex import __version__
 from memex.cli.app import App
+from memex.cli.hooks import hook_command, hooks_group
 from memex.cli.index import index_command
 from memex.cli.search import search_command
 from memex.cli.sessions import sessions_group
@@ -47,7 +48,7 @@ def cli(ctx: click.Context) -> None:
     ctx.call_on_close(app.close)
 
 
-for command in (index_command, search_command, sessions_group, show_command, stats_command):
+for command in (index_command, search_command, sessions_group, show_command, stats_command, hooks_group, hook_command):
     cli.add_command(command)
 
 

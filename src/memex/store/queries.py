@@ -23,6 +23,7 @@ class Filters:
     file: str | None = None  # turns that touched this file
     pr: int | None = None  # sessions linked to this pull request
     include_subagents: bool = True
+    exclude_session: str | None = None  # never this session's turns (a hook's own session)
 
     def _project_clause(self, column: str) -> tuple[str, list[Any]]:
         assert self.project
@@ -50,6 +51,10 @@ class Filters:
         if self.pr is not None:
             clauses.append(f"{s}.session_id IN (SELECT session_id FROM pr_links WHERE pr_number = ?)")
             params.append(self.pr)
+        if self.exclude_session:
+            # Also the `<id>-<hash>` form a second file claiming the same session id is stored under.
+            clauses.append(f"{s}.session_id != ? AND {s}.session_id NOT LIKE ? ESCAPE '\\'")
+            params += [self.exclude_session, _like_escape(self.exclude_session) + "-%"]
         return clauses, params
 
     def turn_clauses(self, t: str = "t", s: str = "s") -> tuple[list[str], list[Any]]:

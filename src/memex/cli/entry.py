@@ -1,0 +1,20 @@
+"""The `memex` executable's entry point: hook runs take a fast path that never imports the CLI.
+
+Claude Code starts `memex hook <Event>` for every prompt and every stop; click and rich alone cost more
+than a Stop hook's whole budget, so those runs go straight to `memex.hooks.events`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    """Console entry point."""
+    if sys.argv[1:2] == ["hook"]:
+        from memex.hooks.events import main as hook_main
+
+        hook_main(sys.argv[2:], fast_exit=True)
+    from memex.cli.main import main as cli_main
+
+    cli_main()

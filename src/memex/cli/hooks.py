@@ -1,0 +1,181 @@
+"""`memex hooks …`: install memex into Claude Code, see what runs; `memex hook EVENT` is what Claude Code calls."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.table import Table
+
+from memex.cli.app import App
+from memex.cli.options import json_option
+from memex.hooks import installer, log, warm
+
+RUNS_SHOWN = 15
+
+
+def _scope_options(func: Any) -> Any:
+    func = click.option(
+        "--settings",
+        "settings_file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="This settings file instead of the scope's.",
+    )(func)
+    func = click.option(
+        "--project-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        help="The project whose .claude/ folder is meant (default: the current folder).",
+    )(func)
+    return click.option(
+        "--scope",
+        type=click.Choice(installer.SCOPES),
+        default="user",
+        show_default=True,
+        help="user: ~/.claude/settings.json; project: .claude/settings.json; local: .claude/settings.local.json.",
+    )(func)
+
+
+def _target(scope: str, project_dir: Path | None, settings_file: Path | None) -> Path:
+    return settings_file.expanduser().absolute() if settings_file else installer.settings_path(scope, project_dir)
+
+
+def _report(app: App, change: installer.Change, verb: str, as_json: bool) -> None:
+    if as_json:
+        app.emit_json(
+            {"settings": str(change.path), "changed": change.changed, "backup": change.backup, "events": change.events}
+        )
+        return
+    if not change.changed:
+        message = "already installed" if verb == "installed" else "nothing to remove"
+        app.out.print(f"{change.path}: {message} ({', '.join(change.events) or 'no memex hooks'}).")
+        return
+    app.out.print(f"{change.path}: {verb} memex hooks for {', '.join(change.events)}.")
+    if change.backup:
+        app.out.print(f"Backup of the previous file: {change.backup}")
+
+
+@click.group("hooks")
+def hooks_group() -> None:
+    """Claude Code integration: ingest on Stop, recall on every prompt."""
+
+
+@hooks_group.command("install")
+@_scope_options
+@click.option("--command", "command", help="How Claude Code should run memex (default: this memex's absolute path).")
+@json_option
+@click.pass_obj
+def install_command(
+    app: App, scope: str, project_dir: Path | None, settings_file: Path | None, command: str | None, as_json: bool
+) -> None:
+    """Add memex's hooks to Claude Code's settings (other settings and hooks are left as they are)."""
+    change = installer.install(app.config, _target(scope, project_dir, settings_file), command)
+    _report(app, change, "installed", as_json)
+
+
+@hooks_group.command("uninstall")
+@_scope_options
+@json_option
+@click.pass_obj
+def uninstall_command(
+    app: App, scope: str, project_dir: Path | None, settings_file: Path | None, as_json: bool
+) -> None:
+    """Remove memex's hooks (and nothing else) from Claude Code's settings."""
+    change = installer.uninstall(_target(scope, project_dir, settings_file))
+    _report(app, change, "removed", as_json)
+
+
+@hooks_group.command("status")
+@click.option("--project-dir", type=click.Path(file_okay=False, path_type=Path), help="The project to inspect.")
+@click.option("--settings", "settings_file", type=click.Path(dir_okay=False, path_type=Path), help="Also this file.")
+@click.option("--runs", type=click.IntRange(0), default=RUNS_SHOWN, show_default=True, help="Last hook runs shown.")
+@json_option
+@click.pass_obj
+def status_command(app: App, project_dir: Path | None, settings_file: Path | None, runs: int, as_json: bool) -> None:
+    """Where memex's hooks are installed, the warm server, and the last hook runs."""
+    files = [(scope, installer.settings_path(scope, project_dir)) for scope in installer.SCOPES]
+    if settings_file:
+        files.append(("file", settings_file.expanduser().absolute()))
+    places = []
+    for scope, path in files:
+        try:
+            data = installer.SettingsFile.read(path).data
+            events, error = installer.installed(data), None
+        except Exception as exc:  # status reports an unreadable file, it does not fail on it
+            events, error = {}, str(exc)
+        places.append(
+            {"scope": scope, "settings": str(path), "exists": path.exists(), "events": events, "error": error}
+        )
+    pid = warm.server_pid(app.config)
+    server = {"running": pid is not None, "pid": pid, "socket": str(warm.socket_path(app.config.home))}
+    recent = log.recent(app.config.home, runs) if runs else []
+    if as_json:
+        app.emit_json(
+            {"installed": places, "warm_server": server, "log": str(log.log_path(app.config.home)), "runs": recent}
+        )
+        return
+    out = app.out
+    table = Table(title="memex hooks", box=None, header_style="bold")
+    for column in ("scope", "settings", "memex hooks"):
+        table.add_column(column, overflow="fold")
+    for place in places:
+        if place["error"]:
+            state = f"[red]unreadable: {place['error']}[/]"
+        elif place["events"]:
+            state = ", ".join(place["events"])
+        else:
+            state = "[dim]none[/]" if place["exists"] else "[dim]no file[/]"
+        table.add_row(place["scope"], place["settings"], state)
+    out.print(table)
+    commands = sorted({c for place in places for cs in place["events"].values() for c in cs})
+    for command in commands:
+        out.print(f"command: {command}")
+    state = f"running (pid {pid})" if pid else "not running (starts on the next prompt)"
+    out.print(f"warm server: {state} · socket {server['socket']}")
+    if not recent:
+        out.print("[dim]No hook runs logged yet.[/]")
+        return
+    runs_table = Table(title=f"last hook runs ({log.log_path(app.config.home)})", box=None, header_style="bold")
+    for column in ("at", "event", "session", "status", "ms", "detail"):
+        runs_table.add_column(column, overflow="fold", justify="right" if column == "ms" else "left")
+    for run in recent:
+        extras = [f"{key}={run[key]}" for key in ("path", "hits", "turns", "files", "chars", "warm") if key in run]
+        detail = " ".join([*extras, str(run.get("detail") or "")]).strip()
+        style = "red" if run.get("status") == "error" else ""
+        runs_table.add_row(
+            str(run.get("at", ""))[:19].replace("T", " "),
+            str(run.get("event", "")),
+            str(run.get("session", "")),
+            f"[{style}]{run.get('status', '')}[/]" if style else str(run.get("status", "")),
+            str(run.get("ms", "")),
+            detail,
+        )
+    out.print(runs_table)
+
+
+@hooks_group.command("serve")
+@click.option("--idle", type=click.IntRange(0), help="Exit after this many idle seconds (default: warm_idle_seconds).")
+@click.pass_obj
+def serve_command(app: App, idle: int | None) -> None:
+    """Run the warm recall server in the foreground (hooks start it on demand; this is for inspection)."""
+    server = warm.WarmServer(app.config, idle)
+    if not server.serve():
+        app.err.print("memex: a warm server is already running for this MEMEX_HOME.")
+
+
+@hooks_group.command("shutdown")
+@click.pass_obj
+def shutdown_command(app: App) -> None:
+    """Stop the warm recall server (the next prompt starts a new one)."""
+    reply = warm.ask(app.config, "shutdown", {})
+    app.out.print("warm server stopped." if reply.answer else f"no warm server answered ({reply.reason}).")
+
+
+@click.command("hook", hidden=True, context_settings={"ignore_unknown_options": True})
+@click.argument("event", required=False, default="")
+def hook_command(event: str) -> None:
+    """Run one Claude Code hook: the event's JSON on stdin (the `memex` executable takes a faster path)."""
+    from memex.hooks.events import main
+
+    sys.exit(main([event] if event else []))

@@ -1,0 +1,183 @@
+"""What each hook says, computed from the store: shared by the in-process (cold) path and the warm server.
+
+Every function takes an open connection and the hook's input and returns the text to inject ("" for
+nothing); none of them writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from memex.config import Config
+from memex.hooks.render import (
+    render_compacted,
+    render_file_history,
+    render_recall,
+    render_recent_files,
+)
+from memex.search.recall import recall
+from memex.store.db import connect
+
+# Tools whose file mention means the turn changed the file: listed first in a file's history.
+CHANGING_TOOLS = {"Edit", "MultiEdit", "Write", "NotebookEdit", "file_history_snapshot"}
+_VERBS = {
+    "Read": "read",
+    "Edit": "edited",
+    "MultiEdit": "edited",
+    "Write": "written",
+    "NotebookEdit": "edited",
+    "file_history_snapshot": "edited",
+    "at_mention": "mentioned",
+    "Grep": "searched",
+    "Glob": "listed",
+}
+
+
+def open_store(config: Config, busy_timeout_ms: int) -> sqlite3.Connection | None:
+    """The store for a hook, or None when there is none yet (a hook never creates an empty one to read)."""
+    if not config.db_path.exists():
+        return None
+    return connect(config.db_path, busy_timeout_ms)
+
+
+@contextlib.contextmanager
+def deadline(conn: sqlite3.Connection, milliseconds: int) -> Iterator[None]:
+    """Interrupt any query still running `milliseconds` from now (sqlite3.OperationalError: interrupted)."""
+    stop_at = time.monotonic() + milliseconds / 1000
+    conn.set_progress_handler(lambda: int(time.monotonic() > stop_at), 2_000)
+    try:
+        yield
+    finally:
+        conn.set_progress_handler(None, 0)
+
+
+def recall_answer(conn: sqlite3.Connection, config: Config, request: dict[str, Any]) -> tuple[str, int]:
+    """The recall injection for a prompt, and how many turns it holds."""
+    with deadline(conn, config.hook_query_deadline_ms):
+        hits = recall(
+            conn,
+            request.get("prompt") or "",
+            request.get("session_id") or None,
+            request.get("project_dir") or None,
+            max_hits=config.recall_max_hits,
+            max_per_session=config.recall_max_per_session,
+            min_coverage=config.recall_min_coverage_pct / 100,
+            min_terms=config.recall_min_terms,
+            max_query_terms=config.recall_max_query_terms,
+            common_term_share=config.recall_common_term_pct / 100,
+        )
+        # Rendering reads nothing more; it is inside the deadline only because it is cheap.
+        text = render_recall(hits, config.recall_budget_tokens, config.hook_max_chars, config.recall_hit_max_tokens)
+    return text, len(hits)
+
+
+def session_row(conn: sqlite3.Connection, session_id: str | None, transcript_path: str | None) -> sqlite3.Row | None:
+    """The stored session a hook's input names: by its transcript file first, else by id."""
+    if transcript_path:
+        key = str(Path(transcript_path).expanduser().resolve())
+        row = conn.execute("SELECT * FROM sessions WHERE transcript_path = ?", (key,)).fetchone()
+        if row is not None:
+            return row
+    if session_id:
+        return conn.execute("SELECT * FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+    return None
+
+
+def compacted_answer(conn: sqlite3.Connection, config: Config, session: sqlite3.Row) -> tuple[str, int]:
+    """The session's own last turns before its last compaction boundary (what the summary condensed)."""
+    boundary = session["last_compact_line_index"]
+    if boundary is None:
+        return "", 0
+    with deadline(conn, config.hook_query_deadline_ms):
+        rows = conn.execute(
+            "SELECT t.id, t.session_id, t.agent_id, t.kind, t.prompt_text, t.full_text, t.tool_summary, "
+            "t.started_at FROM turns t WHERE t.session_id = ? AND t.agent_id = '' AND t.line_index < ? "
+            "AND t.kind != 'compaction' ORDER BY t.line_index DESC LIMIT ?",
+            (session["session_id"], boundary, config.compact_max_turns),
+        ).fetchall()
+    turns = [dict(r) for r in rows]
+    text = render_compacted(turns, config.compact_budget_tokens, config.hook_max_chars, config.compact_max_turns)
+    return text, len(turns)
+
+
+def _candidate_paths(path: str) -> list[str]:
+    """How `file_mentions` may hold absolute `path`: as is, or relative to any folder above it."""
+    parts = Path(path).parts
+    return [path, *("/".join(parts[i:]) for i in range(2, len(parts)))]
+
+
+def file_history(conn: sqlite3.Connection, path: str, session_id: str | None, limit: int) -> list[dict[str, Any]]:
+    """Turns of other sessions that touched the file at absolute `path`: changes first, then newest first,
+    one turn per session."""
+    forms = _candidate_paths(path)
+    marks = ",".join("?" * len(forms))
+    rows = conn.execute(
+        "SELECT fm.file_path, fm.tool_name, t.id, t.session_id, t.agent_id, t.prompt_text, t.started_at, "
+        "s.project_dir, s.title FROM file_mentions fm JOIN turns t ON t.id = fm.turn_id "
+        f"JOIN sessions s ON s.session_id = t.session_id WHERE fm.file_path IN ({marks}) AND fm.session_id != ?",
+        [*forms, session_id or ""],
+    ).fetchall()
+    turns: dict[int, dict[str, Any]] = {}
+    for row in rows:
+        stored = row["file_path"]
+        absolute = stored if stored.startswith("/") else f"{(row['project_dir'] or '').rstrip('/')}/{stored}"
+        if absolute != path:
+            continue
+        turn = turns.setdefault(row["id"], {**dict(row), "tools": set()})
+        turn["tools"].add(row["tool_name"])
+    ordered = sorted(
+        turns.values(),
+        key=lambda t: (bool(t["tools"] & CHANGING_TOOLS), t["started_at"] or ""),
+        reverse=True,
+    )
+    chosen, sessions = [], set()
+    for turn in ordered:
+        if turn["session_id"] in sessions:
+            continue
+        sessions.add(turn["session_id"])
+        turn["tools"] = sorted({_VERBS.get(tool, tool) for tool in turn["tools"]})
+        chosen.append(turn)
+        if len(chosen) >= limit:
+            break
+    return chosen
+
+
+def file_history_answer(
+    conn: sqlite3.Connection, config: Config, path: str, session_id: str | None, cwd: str | None
+) -> tuple[str, int]:
+    """The PreToolUse injection for a file: who touched it before, or ""."""
+    with deadline(conn, config.hook_query_deadline_ms):
+        rows = file_history(conn, path, session_id, config.file_context_max_turns)
+    shown = path
+    if cwd and path.startswith(cwd.rstrip("/") + "/"):
+        shown = path[len(cwd.rstrip("/")) + 1 :]
+    text = render_file_history(shown, rows, config.file_context_budget_tokens, config.hook_max_chars)
+    return text, len(rows)
+
+
+def recent_files(conn: sqlite3.Connection, session_id: str, limit: int) -> list[tuple[str, list[str]]]:
+    """The files a session's own turns (not its subagents') touched, most recent first, with verbs."""
+    rows = conn.execute(
+        "SELECT fm.file_path, fm.tool_name, max(t.line_index) AS last_line FROM file_mentions fm "
+        "JOIN turns t ON t.id = fm.turn_id WHERE fm.session_id = ? AND t.agent_id = '' "
+        "GROUP BY fm.file_path, fm.tool_name",
+        (session_id,),
+    ).fetchall()
+    files: dict[str, tuple[int, set[str]]] = {}
+    for row in rows:
+        last, verbs = files.get(row["file_path"], (-1, set()))
+        verbs.add(_VERBS.get(row["tool_name"], row["tool_name"]))
+        files[row["file_path"]] = (max(last, row["last_line"]), verbs)
+    ordered = sorted(files.items(), key=lambda item: item[1][0], reverse=True)[:limit]
+    return [(path, sorted(verbs)) for path, (_, verbs) in ordered]
+
+
+def recent_files_answer(conn: sqlite3.Connection, config: Config, session_id: str) -> tuple[str, int]:
+    with deadline(conn, config.hook_query_deadline_ms):
+        files = recent_files(conn, session_id, config.subagent_files_max)
+    return render_recent_files(files, config.hook_max_chars), len(files)

@@ -1,0 +1,354 @@
+"""The warm server: a process that keeps memex loaded and answers hook requests over a Unix socket.
+
+A prompt hook is a new process each time; without help it pays for its imports and its database
+connection (and, once embeddings exist, for loading the model) on every prompt. The warm server keeps
+all of that in memory. It is started on demand: a hook that finds no server spawns one, detached, and
+answers that prompt itself (the cold path). The server exits after `warm_idle_seconds` without a request,
+when its code or configuration changes, or when another server took its socket.
+
+Protocol: one JSON line in (`{"v": stamp, "op": ..., "payload": {...}}`), one JSON line out
+(`{"ok": true, ...}` or `{"ok": false, "error": ...}`). Operations are registered in `OPERATIONS`, so
+the embedding engineer can add e.g. `embed_query` without changing the transport.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import memex
+from memex.config import Config
+
+if TYPE_CHECKING:
+    import sqlite3
+
+SOCKET_NAME = "warm.sock"
+# A Unix socket path must fit in sun_path (108 bytes on Linux, 104 on macOS).
+MAX_SOCKET_PATH = 100
+MAX_REQUEST_BYTES = 4 * 1_048_576
+# Requests answered at once (several Claude Code sessions may prompt together).
+WORKERS = 4
+# How often the idle server wakes to check its idle time and that its socket is still its own.
+TICK_SECONDS = 1.0
+
+
+def socket_path(home: Path) -> Path:
+    """`$MEMEX_HOME/warm.sock`, or a private per-user folder in the temp dir when that path is too long."""
+    path = home / SOCKET_NAME
+    if len(str(path).encode()) <= MAX_SOCKET_PATH:
+        return path
+    import hashlib
+    import tempfile
+
+    digest = hashlib.blake2b(str(home).encode(), digest_size=8).hexdigest()
+    return Path(tempfile.gettempdir()) / f"memex-{os.getuid()}" / f"{digest}.sock"
+
+
+def _lock_path(home: Path) -> Path:
+    return home / "warm.lock"
+
+
+def _pid_path(home: Path) -> Path:
+    return home / "warm.pid"
+
+
+def code_stamp() -> str:
+    """The version and the newest source file time of the running memex: a server with other code is stale."""
+    root = Path(memex.__file__).parent
+    newest = 0
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            if name.endswith(".py"):
+                with contextlib.suppress(OSError):
+                    newest = max(newest, os.stat(os.path.join(folder, name)).st_mtime_ns)
+    return f"{memex.__version__}:{newest}"
+
+
+# --- client ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Reply:
+    """A client's result: the server's answer, or why there is none (`absent`, `refused`, `timeout`…)."""
+
+    answer: dict[str, Any] | None
+    reason: str = "ok"
+
+    @property
+    def needs_server(self) -> bool:
+        """True when no usable server is listening (a new one should be started)."""
+        return self.answer is None and self.reason in ("absent", "refused", "stale")
+
+
+def ask(config: Config, op: str, payload: dict[str, Any], stamp: str | None = None) -> Reply:
+    """Send one request to the warm server; never raises, never waits longer than the configured timeouts."""
+    path = socket_path(config.home)
+    if not path.exists():
+        return Reply(None, "absent")
+    request = json.dumps({"v": stamp or code_stamp(), "op": op, "payload": payload}).encode() + b"\n"
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        client.settimeout(config.warm_connect_timeout_ms / 1000)
+        try:
+            client.connect(str(path))
+        except (ConnectionRefusedError, FileNotFoundError):
+            return Reply(None, "refused")
+        client.settimeout(config.warm_read_timeout_ms / 1000)
+        client.sendall(request)
+        data = b""
+        while not data.endswith(b"\n"):
+            block = client.recv(65536)
+            if not block:
+                break
+            data += block
+        answer = json.loads(data) if data.strip() else None
+    except TimeoutError:
+        return Reply(None, "timeout")
+    except (OSError, ValueError) as exc:
+        return Reply(None, f"error: {exc}")
+    finally:
+        client.close()
+    if not isinstance(answer, dict):
+        return Reply(None, "error: empty answer")
+    if not answer.get("ok"):
+        error = str(answer.get("error") or "error")
+        return Reply(None, "stale" if error == "stale" else f"error: {error}")
+    return Reply(answer)
+
+
+def spawn(config: Config) -> bool:
+    """Start a warm server in the background (detached: it outlives the hook). False if it could not."""
+    import subprocess
+
+    config.home.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "MEMEX_HOME": str(config.home)}  # the server serves this store, whoever starts it
+    try:
+        with open(config.home / "warm.log", "ab") as log:
+            subprocess.Popen(
+                [sys.executable, "-m", "memex", "hooks", "serve"],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                close_fds=True,
+                cwd=str(config.home),
+                env=env,
+            )
+    except OSError:
+        return False
+    return True
+
+
+def server_pid(config: Config) -> int | None:
+    """The pid of the live warm server of this MEMEX_HOME, or None."""
+    try:
+        pid = int(_pid_path(config.home).read_text().strip())
+    except (OSError, ValueError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        return pid
+    return pid
+
+
+# --- server ----------------------------------------------------------------------------------------
+
+Operation = Callable[["WarmServer", dict[str, Any]], dict[str, Any]]
+OPERATIONS: dict[str, Operation] = {}
+# Answered whatever the client's code version (`memex hooks shutdown` must stop an outdated server).
+ADMIN_OPERATIONS = {"ping", "shutdown"}
+
+
+def operation(name: str) -> Callable[[Operation], Operation]:
+    """Register a request type the server answers."""
+
+    def register(func: Operation) -> Operation:
+        OPERATIONS[name] = func
+        return func
+
+    return register
+
+
+class WarmServer:
+    """One MEMEX_HOME's server: a socket, a few worker threads, one store connection per thread."""
+
+    def __init__(self, config: Config, idle_seconds: float | None = None) -> None:
+        self.config = config
+        self.idle_seconds = config.warm_idle_seconds if idle_seconds is None else idle_seconds
+        self.stamp = code_stamp()
+        self.path = socket_path(config.home)
+        self.last_activity = time.monotonic()
+        self.stopping = threading.Event()
+        self.local = threading.local()
+        self.config_mtime = self._config_mtime()
+        self.busy = 0
+        self.busy_lock = threading.Lock()
+        self.requests = 0
+
+    def _config_mtime(self) -> int | None:
+        try:
+            return self.config.config_file.stat().st_mtime_ns
+        except OSError:
+            return None
+
+    def store(self) -> sqlite3.Connection | None:
+        """This thread's connection, reopened when the database file was replaced (rebuilt)."""
+        from memex.hooks.answers import open_store
+
+        try:
+            identity = os.stat(self.config.db_path).st_ino
+        except FileNotFoundError:
+            return None
+        cached = getattr(self.local, "conn", None)
+        if cached is not None and self.local.identity == identity:
+            return cached
+        if cached is not None:
+            cached.close()
+        self.local.conn = open_store(self.config, self.config.hook_read_busy_timeout_ms)
+        self.local.identity = identity
+        return self.local.conn
+
+    def serve(self) -> bool:
+        """Run until idle or stopped; False when another server already holds this MEMEX_HOME."""
+        import fcntl
+
+        home = self.config.home
+        home.mkdir(parents=True, exist_ok=True)
+        lock = os.open(_lock_path(home), os.O_RDWR | os.O_CREAT, 0o600)
+        # A server that is stopping (outdated) releases the lock within a tick: wait that long for it.
+        deadline = time.monotonic() + 3 * TICK_SECONDS
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    os.close(lock)
+                    return False
+                time.sleep(0.05)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        identity = None
+        try:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+            old_umask = os.umask(0o177)
+            try:
+                listener.bind(str(self.path))
+            finally:
+                os.umask(old_umask)
+            listener.listen(16)
+            listener.settimeout(TICK_SECONDS)
+            identity = os.stat(self.path).st_ino
+            _pid_path(home).write_text(str(os.getpid()))
+            self._loop(listener, identity)
+        finally:
+            listener.close()
+            with contextlib.suppress(OSError):
+                if os.stat(self.path).st_ino == identity:
+                    self.path.unlink()
+            with contextlib.suppress(OSError):
+                if _pid_path(home).read_text().strip() == str(os.getpid()):
+                    _pid_path(home).unlink()
+            os.close(lock)
+        return True
+
+    def _loop(self, listener: socket.socket, identity: int) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(WORKERS, thread_name_prefix="memex-warm") as pool:
+            while not self.stopping.is_set():
+                try:
+                    client, _ = listener.accept()
+                except TimeoutError:
+                    idle = time.monotonic() - self.last_activity
+                    if (self.idle_seconds and idle > self.idle_seconds and not self.busy) or not self._owns(identity):
+                        break
+                    continue
+                self.last_activity = time.monotonic()
+                pool.submit(self._handle, client)
+
+    def _owns(self, identity: int) -> bool:
+        try:
+            return os.stat(self.path).st_ino == identity
+        except OSError:
+            return False
+
+    def _handle(self, client: socket.socket) -> None:
+        with self.busy_lock:
+            self.busy += 1
+        try:
+            client.settimeout(self.config.warm_read_timeout_ms / 1000)
+            data = b""
+            while not data.endswith(b"\n") and len(data) < MAX_REQUEST_BYTES:
+                block = client.recv(65536)
+                if not block:
+                    break
+                data += block
+            answer = self.answer(data)
+            client.sendall(json.dumps(answer, ensure_ascii=False).encode() + b"\n")
+        except Exception:  # one bad client must not stop the server
+            pass
+        finally:
+            client.close()
+            self.last_activity = time.monotonic()
+            with self.busy_lock:
+                self.busy -= 1
+
+    def answer(self, data: bytes) -> dict[str, Any]:
+        """The reply to one request line."""
+        try:
+            request = json.loads(data)
+        except ValueError:
+            return {"ok": False, "error": "bad request"}
+        if not isinstance(request, dict):
+            return {"ok": False, "error": "bad request"}
+        op = str(request.get("op"))
+        stale = request.get("v") != self.stamp or self._config_mtime() != self.config_mtime
+        if stale and op not in ADMIN_OPERATIONS:
+            self.stopping.set()  # other code or settings: let a fresh server take over
+            return {"ok": False, "error": "stale"}
+        handler = OPERATIONS.get(op)
+        if handler is None:
+            return {"ok": False, "error": f"unknown operation {request.get('op')!r}"}
+        payload = request.get("payload")
+        try:
+            result = handler(self, payload if isinstance(payload, dict) else {})
+        except Exception as exc:  # reported to the client, which falls back to the cold path
+            return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        self.requests += 1
+        return {"ok": True, **result}
+
+
+@operation("ping")
+def _ping(server: WarmServer, payload: dict[str, Any]) -> dict[str, Any]:
+    return {"pid": os.getpid(), "requests": server.requests, "stamp": server.stamp}
+
+
+@operation("shutdown")
+def _shutdown(server: WarmServer, payload: dict[str, Any]) -> dict[str, Any]:
+    server.stopping.set()
+    return {"pid": os.getpid()}
+
+
+@operation("recall")
+def _recall(server: WarmServer, payload: dict[str, Any]) -> dict[str, Any]:
+    from memex.hooks.answers import recall_answer
+
+    conn = server.store()
+    if conn is None:
+        return {"text": "", "hits": 0}
+    text, hits = recall_answer(conn, server.config, payload)
+    return {"text": text, "hits": hits}

@@ -1,0 +1,222 @@
+"""Recall for a prompt: the past turns of other sessions most worth showing the agent, or none.
+
+One function, `recall`, is what the prompt hook calls; it uses lexical search today and is the single
+place to switch to hybrid search. A turn is recalled only when it clears a relevance floor: it must hold
+a large enough share of the prompt's meaningful words, weighted by how rare each word is in the store
+(a turn sharing only "test" and "file" with the prompt is noise, one sharing "worktree" is not).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sqlite3
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+from memex.search.lexical import _CJK_RUN, search_chunks
+from memex.store.queries import Filters, turns_by_ids
+from memex.textutil import has_cjk, strip_system_reminders
+
+# Lexical candidates examined per turn wanted: most fail the relevance floor.
+CANDIDATES_PER_HIT = 4
+# Text of a candidate turn checked for the prompt's words (a turn's text can be 200,000 characters).
+COVERAGE_TEXT_CHARS = 40_000
+
+_STOPWORDS = set(
+    """a about above after again against all am an and any are aren't as at be because been before being
+        below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't
+        down during each few for from further had hadn't has hasn't have haven't having he her here hers
+        herself him himself his how i i'd i'll i'm i've if in into is isn't it it's its itself let's me more
+        most my myself no nor not of off on once only or other ought our ours ourselves out over own same
+        she should shouldn't so some such than that that's the their theirs them themselves then there
+        there's these they this those through to too under until up very was wasn't we we're were weren't
+        what what's when where which while who whom why why's with won't would wouldn't you you're your
+        yours yourself yourselves please could would will shall may might must also just now hey hi hello
+        thanks thank okay ok yes yeah want need like get got make made let lets use using used way thing
+        things something anything know think see look tell show give take try help able sure really actually
+        maybe still even already again well much many le la les un une des du de et est en que qui dans pour
+        pas sur au aux ce cette il elle je tu nous vous ils mais ou donc ne se sa son ses avec par plus
+        comment pourquoi der die das ein eine und ist nicht zu den dem mit von auf für im ich du wir sie es
+        wie was warum el los las una unos y es en que por para con no se lo como qué del al""".split()  # noqa: SIM905 - a word list reads better as text
+)
+_EDGE = "\"'`()[]{}<>,;:!?.*#@"
+# FTS5's unicode61 tokenizer: letters and digits make tokens; everything else (including `_`) separates.
+_FTS_TOKEN = re.compile(r"[^\W_]+")
+
+
+@dataclass
+class Recalled:
+    """One recalled turn: its row (turn and session fields), BM25 score and weighted word coverage."""
+
+    turn: dict[str, Any]
+    score: float
+    coverage: float
+    matched: list[str] = field(default_factory=list)
+    same_project: bool = False
+
+
+def _fold(text: str) -> str:
+    """Lower case without diacritics (as FTS5 `remove_diacritics 2` compares)."""
+    decomposed = unicodedata.normalize("NFKD", text.lower())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def _is_identifier(word: str) -> bool:
+    return bool(re.search(r"[_./\\0-9]", word) or re.search(r"[a-z][A-Z]", word))
+
+
+def query_terms(prompt: str, max_terms: int) -> list[str]:
+    """The prompt's meaningful words: no stopwords, CJK runs as character pairs, identifiers kept whole.
+
+    Identifiers (snake_case, paths, camelCase, words with digits) come first when there are too many.
+    """
+    text = strip_system_reminders(prompt)
+    identifiers: list[str] = []
+    words: list[str] = []
+    for raw in text.split():
+        word = raw.strip(_EDGE)
+        if not word or not re.search(r"\w", word):
+            continue
+        if has_cjk(word):
+            for piece in re.split(f"({_CJK_RUN.pattern})", word):
+                piece = piece.strip(_EDGE)
+                if not piece or not re.search(r"\w", piece):
+                    continue
+                if _CJK_RUN.fullmatch(piece):
+                    pairs = [piece] if len(piece) <= 2 else [piece[i : i + 2] for i in range(len(piece) - 1)]
+                    words.extend(pairs)
+                elif piece.lower() not in _STOPWORDS and len(piece) > 1:
+                    words.append(piece.lower())
+            continue
+        folded = word.lower()
+        if _is_identifier(word):
+            identifiers.append(folded)
+        elif folded not in _STOPWORDS and len(folded) > 1:
+            words.append(folded)
+    return list(dict.fromkeys(identifiers + words))[:max_terms]
+
+
+def _term_tokens(text: str) -> list[str]:
+    """The FTS tokens of a term or a text (CJK characters one token each): a term matches as a phrase."""
+    tokens = []
+    for token in _FTS_TOKEN.findall(_fold(text)):
+        tokens.extend(list(token) if has_cjk(token) else [token])
+    return tokens
+
+
+def _padded(tokens: list[str]) -> str:
+    """Tokens as one space-separated string with a space at each end, so `in` finds whole-token phrases."""
+    return " " + " ".join(tokens) + " "
+
+
+class _Rarity:
+    """Inverse document frequency of FTS tokens, read from an fts5vocab table over the chunk index."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.memex_vocab USING fts5vocab(main, 'chunks_fts', 'row')")
+        self.total = conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0]
+        self.cache: dict[str, int] = {}
+
+    def df(self, token: str) -> int:
+        if token not in self.cache:
+            row = self.conn.execute("SELECT doc FROM temp.memex_vocab WHERE term = ?", (token,)).fetchone()
+            self.cache[token] = row[0] if row else 0
+        return self.cache[token]
+
+    def phrase_df(self, term: str) -> int:
+        """Chunks holding the term at most (its rarest token's count)."""
+        return min((self.df(t) for t in _term_tokens(term)), default=0)
+
+    def idf(self, tokens: list[str]) -> float:
+        """BM25's idf of a phrase, from its rarest token (a phrase is at most as common as that).
+
+        A word the store never saw gets the highest weight: it cannot match, and a prompt about something
+        new must not be answered by turns that share only its common words.
+        """
+        df = min((self.df(t) for t in tokens), default=0)
+        return math.log(1 + (self.total - df + 0.5) / (df + 0.5))
+
+    def known(self, term: str) -> str | None:
+        """The term, or its singular when only that is indexed (the index does not stem); None if unknown."""
+        if min((self.df(t) for t in _term_tokens(term)), default=0) > 0:
+            return term
+        for cut in ("es", "s"):
+            if term.endswith(cut) and len(term) > len(cut) + 2 and self.df(term[: -len(cut)]) > 0:
+                return term[: -len(cut)]
+        return None
+
+
+def _turn_text(conn: sqlite3.Connection, turn_id: int) -> str:
+    """A turn's searchable text (its chunks), capped."""
+    parts, size = [], 0
+    for row in conn.execute("SELECT content FROM chunks WHERE turn_id = ? ORDER BY chunk_index", (turn_id,)):
+        parts.append(row[0])
+        size += len(row[0])
+        if size >= COVERAGE_TEXT_CHARS:
+            break
+    return "\n".join(parts)[:COVERAGE_TEXT_CHARS]
+
+
+def recall(
+    conn: sqlite3.Connection,
+    prompt: str,
+    session_id: str | None,
+    project_dir: str | None,
+    *,
+    max_hits: int = 5,
+    max_per_session: int = 2,
+    min_coverage: float = 0.5,
+    min_terms: int = 2,
+    max_query_terms: int = 24,
+    common_term_share: float = 0.05,
+) -> list[Recalled]:
+    """Past turns of other sessions relevant to `prompt`, same project first, best first; [] when none clears
+    the relevance floor. Never a turn of `session_id` (the asking session, subagents included)."""
+    terms = query_terms(prompt, max_query_terms)
+    if not terms:
+        return []
+    rarity = _Rarity(conn)
+    if rarity.total == 0:
+        return []
+    known = [k for k in dict.fromkeys(rarity.known(term) for term in terms) if k]
+    unknown = len(terms) - len(known)
+    if not known:
+        return []
+    weights = {term: rarity.idf(_term_tokens(term)) for term in known}
+    total_weight = sum(weights.values()) + unknown * rarity.idf([])
+    needed_terms = min(min_terms, len(terms))
+    # A word found in a large share of the store ranks almost nothing, yet its long posting list is most of
+    # the cost of an OR query: such words stay out of the search (the two rarest words always go in) and
+    # still count for coverage.
+    by_rarity = sorted(known, key=rarity.phrase_df)
+    searched = [t for t in by_rarity if rarity.phrase_df(t) <= common_term_share * rarity.total]
+    query = " ".join(searched if len(searched) >= 2 else by_rarity[:2])
+    scopes: list[tuple[bool, Filters]] = []
+    if project_dir:
+        scopes.append((True, Filters(project=project_dir, exclude_session=session_id)))
+    scopes.append((False, Filters(exclude_session=session_id)))
+
+    chosen: list[Recalled] = []
+    seen: set[int] = set()
+    per_session: dict[str, int] = {}
+    for same_project, filters in scopes:
+        hits = [h for h in search_chunks(conn, query, filters, max_hits * CANDIDATES_PER_HIT) if h.turn_id not in seen]
+        rows = turns_by_ids(conn, [h.turn_id for h in hits])
+        for hit in hits:
+            seen.add(hit.turn_id)
+            turn = rows[hit.turn_id]
+            if per_session.get(turn["session_id"], 0) >= max_per_session:
+                continue
+            haystack = _padded(_term_tokens(_turn_text(conn, hit.turn_id)))
+            matched = [t for t in known if _padded(_term_tokens(t)) in haystack]
+            coverage = sum(weights[t] for t in matched) / total_weight
+            if len(matched) < needed_terms or coverage < min_coverage:
+                continue
+            per_session[turn["session_id"]] = per_session.get(turn["session_id"], 0) + 1
+            chosen.append(Recalled(turn, hit.score, coverage, matched, same_project))
+            if len(chosen) >= max_hits:
+                return chosen
+    return chosen

@@ -1,0 +1,165 @@
+"""The warm server: same answers as the cold path, started on demand, gone when idle or outdated."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from hooktools import PAST, build_corpus, context, hook, prompt_event, runs
+from memex.config import Config, load_config
+from memex.hooks import warm
+from memex.hooks.answers import open_store, recall_answer
+
+PROMPT = "why does parse_config_file crash when the config file is empty?"
+
+
+@pytest.fixture
+def corpus(home: Path, tmp_path: Path, run, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
+    sessions = build_corpus(tmp_path / "claude-projects")
+    run("index", str(tmp_path / "claude-projects"))
+    return sessions
+
+
+def wait_for(condition, seconds: float = 15.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture
+def server(corpus, home: Path):
+    """A warm server running in a thread of the test process."""
+    config = load_config()
+    instance = warm.WarmServer(config, idle_seconds=60)
+    thread = threading.Thread(target=instance.serve, daemon=True)
+    thread.start()
+    assert wait_for(lambda: warm.ask(config, "ping", {}).answer is not None)
+    yield instance, thread, config
+    instance.stopping.set()
+    thread.join(10)
+
+
+def cold_text(config: Config, request: dict) -> str:
+    conn = open_store(config, 1000)
+    assert conn is not None
+    try:
+        return recall_answer(conn, config, request)[0]
+    finally:
+        conn.close()
+
+
+def test_warm_answers_like_the_cold_path(server, corpus) -> None:
+    _, _, config = server
+    request = {"prompt": PROMPT, "session_id": corpus["current"].session_id, "project_dir": "/home/dev/shop"}
+    reply = warm.ask(config, "recall", request)
+    assert reply.answer is not None and reply.answer["hits"] == 2
+    assert reply.answer["text"] == cold_text(config, request) and PAST[:8] in reply.answer["text"]
+    assert warm.ask(config, "ping", {}).answer["requests"] >= 2
+
+
+def test_one_server_per_home(server) -> None:
+    _, _, config = server
+    assert warm.WarmServer(config).serve() is False  # the lock stays held: the second one gives up
+
+
+def test_outdated_client_or_server_stops_it(server) -> None:
+    _, thread, config = server
+    reply = warm.ask(config, "recall", {"prompt": PROMPT}, stamp="another-version")
+    assert reply.answer is None and reply.reason == "stale" and reply.needs_server
+    # The replacement started right away waits for the old one to let go, then serves.
+    successor = warm.WarmServer(config, idle_seconds=60)
+    follower = threading.Thread(target=successor.serve, daemon=True)
+    follower.start()
+    thread.join(5)
+    assert not thread.is_alive()
+    try:
+        assert wait_for(lambda: warm.ask(config, "ping", {}).answer is not None)
+        assert follower.is_alive()
+    finally:
+        successor.stopping.set()
+        follower.join(5)
+    assert not warm.socket_path(config.home).exists()
+
+
+def test_settings_change_stops_it(server) -> None:
+    _, thread, config = server
+    config.config_file.write_text("recall_max_hits = 2\n")
+    assert warm.ask(config, "recall", {"prompt": PROMPT}).reason == "stale"
+    thread.join(5)
+    assert not thread.is_alive()
+
+
+def test_idle_server_exits(corpus, home: Path) -> None:
+    config = load_config()
+    instance = warm.WarmServer(config, idle_seconds=1)
+    thread = threading.Thread(target=instance.serve, daemon=True)
+    thread.start()
+    assert wait_for(lambda: warm.ask(config, "ping", {}).answer is not None)
+    thread.join(6)
+    assert not thread.is_alive() and not warm.socket_path(config.home).exists()
+    assert warm.ask(config, "ping", {}).reason == "absent"
+
+
+def test_bad_requests_get_errors(server) -> None:
+    _, _, config = server
+    path = warm.socket_path(config.home)
+    for data in (b"not json\n", b"[1]\n", json.dumps({"v": warm.code_stamp(), "op": "nope"}).encode() + b"\n"):
+        client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        client.connect(str(path))
+        client.sendall(data)
+        answer = json.loads(client.makefile().readline())
+        client.close()
+        assert answer["ok"] is False
+    assert warm.ask(config, "ping", {}).answer is not None  # still serving
+
+
+def test_stale_socket_file_is_refused(corpus, home: Path) -> None:
+    config = load_config()
+    path = warm.socket_path(config.home)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    leftover = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    leftover.bind(str(path))
+    leftover.close()  # the file stays, nobody listens
+    reply = warm.ask(config, "recall", {"prompt": PROMPT})
+    assert reply.answer is None and reply.reason == "refused" and reply.needs_server
+
+
+def test_long_home_puts_the_socket_in_the_temp_folder(tmp_path: Path) -> None:
+    home = tmp_path / ("x" * 120)
+    path = warm.socket_path(home)
+    assert len(str(path)) < 108 and path.name.endswith(".sock") and str(os.getuid()) in path.parent.name
+    assert warm.socket_path(home) == path and warm.socket_path(tmp_path / "y" / ("x" * 120)) != path
+
+
+def test_prompt_hook_starts_the_server_and_then_uses_it(corpus, home: Path, monkeypatch) -> None:
+    """Through the real executable: the first prompt answers cold and starts the server; the next is warm."""
+    monkeypatch.setenv("MEMEX_WARM_IDLE_SECONDS", "60")
+    event = prompt_event(corpus["current"], PROMPT)
+    first = context(hook("UserPromptSubmit", event), "UserPromptSubmit")
+    assert runs(home)[-1]["path"] == "cold" and runs(home)[-1]["warm"] == "absent"
+    config = load_config()
+    try:
+        assert wait_for(lambda: warm.ask(config, "ping", {}).answer is not None)
+        pid = warm.server_pid(config)
+        assert pid
+        second = context(hook("UserPromptSubmit", event), "UserPromptSubmit")
+        assert runs(home)[-1]["path"] == "warm" and second == first
+        # Gated prompts never reach the server.
+        assert hook("UserPromptSubmit", prompt_event(corpus["current"], "ok thanks")).stdout == b""
+    finally:
+        reply = warm.ask(config, "shutdown", {})
+        pid = warm.server_pid(config)
+        if reply.answer is None and pid:
+            os.kill(pid, signal.SIGTERM)
+    assert wait_for(lambda: warm.server_pid(config) is None)
