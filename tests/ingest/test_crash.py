@@ -27,7 +27,7 @@ def make_corpus(root: Path, sessions: int = 80, turns: int = 120) -> None:
 
 
 def run_index(home: Path, corpus: Path) -> subprocess.Popen:
-    env = {**os.environ, "MEMEX_HOME": str(home), "MEMEX_COMPUTER": "testbox"}
+    env = {**os.environ, "MEMEX_HOME": str(home), "MEMEX_COMPUTER": "testbox", "MEMEX_INDEX_EMBEDS": "0"}
     return subprocess.Popen(
         [sys.executable, "-m", "memex", "index", str(corpus), "--json"],
         env=env,

@@ -8,7 +8,10 @@ import click
 from rich.table import Table
 
 from memex.cli.app import App
+from memex.cli.embed import report_dict, run_embed
 from memex.cli.render import byte_progress
+from memex.embed.model import EmbedderUnavailable
+from memex.embed.worker import EmbedBusy, pending_count
 from memex.errors import UserError
 from memex.ingest.indexer import default_roots, discover, index_transcripts
 from memex.sources import ADAPTERS
@@ -32,14 +35,22 @@ from memex.sources import ADAPTERS
 @click.option(
     "--workers", type=click.IntRange(1), help="Processes parsing transcripts in a backfill (default: index_workers)."
 )
+@click.option("--no-embed", is_flag=True, help="Only index; leave the vectors to `memex embed` (or the daemon).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_obj
 def index_command(
-    app: App, paths: tuple[Path, ...], agents: tuple[str, ...], everything: bool, workers: int | None, as_json: bool
+    app: App,
+    paths: tuple[Path, ...],
+    agents: tuple[str, ...],
+    everything: bool,
+    workers: int | None,
+    no_embed: bool,
+    as_json: bool,
 ) -> None:
     """Index transcripts: the agents' default folders, or the files and folders given as PATHS.
 
-    Re-running reads only what changed; an interrupted run resumes where it stopped.
+    Re-running reads only what changed; an interrupted run resumes where it stopped. The embedding queue
+    is drained at the end (sessions first), unless --no-embed.
     """
     if everything and (paths or agents):
         raise UserError("--all indexes every agent's default folders: give it no PATHS and no --agent")
@@ -62,8 +73,9 @@ def index_command(
         )
     for warning in report.warnings:
         app.err.print(f"[yellow]warning:[/] {warning}", markup=True, highlight=False)
+    embedded = None if no_embed or not app.config.index_embeds else _embed(app)
     if as_json:
-        app.emit_json(report.as_dict())
+        app.emit_json({**report.as_dict(), "embed": embedded})
         return
     if not transcripts:
         where = ", ".join(str(p) for ps in roots.values() for p in ps)
@@ -85,7 +97,23 @@ def index_command(
         ("seconds", "seconds"),
     ]:
         table.add_row(label, str(rows[key]))
+    if embedded is not None:
+        table.add_row("vectors computed", str(embedded["embedded"]))
+        table.add_row("still to embed", str(embedded["queued"]))
     app.out.print(table)
+
+
+def _embed(app: App) -> dict[str, object] | None:
+    """Drain the embedding queue; a missing model or a busy worker is a warning, not a failure."""
+    try:
+        report = run_embed(app)
+    except (EmbedBusy, EmbedderUnavailable) as exc:
+        app.err.print(f"[yellow]warning:[/] vectors not computed: {exc}", markup=True, highlight=False)
+        return None
+    except KeyboardInterrupt:
+        app.err.print("Embedding interrupted: `memex embed` continues where it stopped.")
+        return None
+    return report_dict(report, pending_count(app.db()))
 
 
 def _size(path: Path) -> int:

@@ -8,6 +8,7 @@ import click
 
 from memex import __version__
 from memex.cli.app import App
+from memex.cli.embed import embed_command
 from memex.cli.hooks import hook_command, hooks_group
 from memex.cli.index import index_command
 from memex.cli.search import search_command
@@ -48,7 +49,16 @@ def cli(ctx: click.Context) -> None:
     ctx.call_on_close(app.close)
 
 
-for command in (index_command, search_command, sessions_group, show_command, stats_command, hooks_group, hook_command):
+for command in (
+    index_command,
+    embed_command,
+    search_command,
+    sessions_group,
+    show_command,
+    stats_command,
+    hooks_group,
+    hook_command,
+):
     cli.add_command(command)
 
 

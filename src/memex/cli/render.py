@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 
 def short_time(timestamp: str | None) -> str:
@@ -34,6 +34,24 @@ def byte_progress(console: Console, total: int, description: str) -> Iterator[Pr
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         DownloadColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[current]}", style="dim"),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    )
+    with progress:
+        progress.add_task(description, total=total, current="")
+        yield progress
+
+
+@contextmanager
+def count_progress(console: Console, total: int, description: str) -> Iterator[Progress]:
+    """A progress bar over items (n/total, time left) on the console (hidden when it is not a terminal)."""
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
         TimeRemainingColumn(),
         TextColumn("{task.fields[current]}", style="dim"),
         console=console,

@@ -12,8 +12,7 @@ from memex.cli.options import build_filters, filter_options, json_option
 from memex.cli.render import project_name, short_time, subagent_label
 from memex.cli.show import styled_turn_text
 from memex.errors import UserError
-from memex.search.lexical import lexical_search
-from memex.search.mirrors import merge_hits, search_mirrors
+from memex.search.hybrid import LEVELS, MODES, hybrid_search
 from memex.textutil import shorten
 
 EXCERPT_CHARS = 400
@@ -23,19 +22,47 @@ EXCERPT_CHARS = 400
 @click.argument("query", nargs=-1, required=True)
 @filter_options("project", "agent", "since", "until", "session", "file", "pr")
 @click.option("--limit", type=click.IntRange(1), default=10, show_default=True)
+@click.option(
+    "--mode",
+    type=click.Choice(MODES),
+    default="hybrid",
+    show_default=True,
+    help="Words (lexical), meaning (semantic), or both fused.",
+)
+@click.option(
+    "--level",
+    type=click.Choice(LEVELS),
+    help="Search only this granularity (default: all, fine first; coarse first for overview questions).",
+)
+@click.option(
+    "--per-session", type=click.IntRange(1), default=1, show_default=True, help="Results one session may give."
+)
 @click.option("--full", is_flag=True, help="Print each turn's whole text, not an excerpt.")
 @json_option
 @click.pass_obj
-def search_command(app: App, query: tuple[str, ...], limit: int, full: bool, as_json: bool, **options: Any) -> None:
-    """Search past turns and session mirrors for QUERY (words, identifiers, paths; any language)."""
+def search_command(
+    app: App,
+    query: tuple[str, ...],
+    limit: int,
+    mode: str,
+    level: str | None,
+    per_session: int,
+    full: bool,
+    as_json: bool,
+    **options: Any,
+) -> None:
+    """Search past turns and session mirrors for QUERY (words, identifiers, paths, meaning; any language)."""
     text = " ".join(query).strip()
     if not text:
         raise UserError("the search query is empty")
     conn, filters = app.db_readonly(), build_filters(**options)
-    results = merge_hits(lexical_search(conn, text, filters, limit), search_mirrors(conn, text, filters, limit), limit)
+    outcome = hybrid_search(conn, app.config, text, filters, limit, mode, level, per_session)
+    results = outcome.results
     if as_json:
         app.emit_json(results)
         return
+    for note in outcome.notes:
+        app.err.print(f"[yellow]note:[/] {note}", markup=True, highlight=False)
     if not results:
         app.err.print("No matching turns.")
         return

@@ -178,8 +178,12 @@ def refresh(hook: Hook) -> None:
 
 
 def on_stop(hook: Hook) -> str:
-    """Stop / SubagentStop: ingest the session (and its subagents). Prints nothing, ever."""
-    ingest_session(hook)
+    """Stop / SubagentStop: ingest the session (and its subagents), then let a background worker embed
+    what that queued (embedding never runs inside a hook). Prints nothing, ever."""
+    if ingest_session(hook) and hook.log.get("turns") and hook.config.index_embeds:
+        from memex.embed.background import start_background_embed
+
+        hook.log["embed"] = "started" if start_background_embed(hook.config.home) else "running"
     return ""
 
 

@@ -76,18 +76,29 @@ def search_mirrors(conn: sqlite3.Connection, query: str, filters: Filters, limit
             found.setdefault(row["id"], row["score"])
         if len(found) >= limit or len(_words(query)) <= 1:
             break
-    if not found:
+    hits = mirror_hits(conn, list(found)[:limit], query)
+    for hit in hits:
+        hit["score"] = round(found[hit["mirror_id"]], 4)
+    return hits
+
+
+def mirror_hits(conn: sqlite3.Connection, mirror_ids: list[int], query: str) -> list[dict[str, Any]]:
+    """Result rows for mirrors (in the order given): the excerpt and the message around what matched."""
+    if not mirror_ids:
         return []
-    marks = ",".join("?" * len(found))
-    rows = {r["id"]: r for r in conn.execute(f"SELECT * FROM mirrors WHERE id IN ({marks})", list(found))}
+    marks = ",".join("?" * len(mirror_ids))
+    rows = {r["id"]: r for r in conn.execute(f"SELECT * FROM mirrors WHERE id IN ({marks})", mirror_ids)}
     hits = []
-    for mirror_id, score in list(found.items())[:limit]:
+    for mirror_id in mirror_ids:
+        if mirror_id not in rows:
+            continue
         mirror = mirror_from_row(rows[mirror_id])
         text, spans = mirror.conversation_text, mirror.metadata.get("messages", [])
         hits.append(
             {
                 "source": "mirror",
                 "id": None,
+                "mirror_id": mirror_id,
                 "session_id": mirror.session_id,
                 "agent_id": "",
                 "line_index": None,
@@ -103,7 +114,7 @@ def search_mirrors(conn: sqlite3.Connection, query: str, filters: Filters, limit
                 "computer": mirror.computer,
                 "project_dir": mirror.project,
                 "title": mirror.title,
-                "score": round(score, 4),
+                "score": 0.0,
                 "matched_chunk": excerpt(text, query),
             }
         )

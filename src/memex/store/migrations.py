@@ -183,6 +183,78 @@ MIGRATIONS: list[str] = [
         VALUES (new.id, coalesce(new.fts_title, new.title, ''), coalesce(new.fts_body, new.conversation_text));
     END;
     """,
+    # 3: vectors and the durable queue of embedding work. A vector belongs to a chunk, a turn or (level
+    # `session`) a mirror, so a session known only by another computer's mirror has one too. Triggers keep
+    # the queue complete (every new chunk, turn and changed mirror gets a pending job in the transaction
+    # that wrote it) and delete a deleted owner's vectors and jobs (the cascade of the owner's delete).
+    # A job's `text_hash` is its mirror's content hash (a mirror changes in place), or for chunks and turns
+    # (never changed, only replaced) the hash of the text embedded. `model_name` lets search compare a
+    # query only with vectors of its own model while a version bump is re-embedded lazily.
+    """
+    CREATE TABLE vectors (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        level TEXT NOT NULL CHECK (level IN ('chunk', 'turn', 'session')),
+        owner_id INTEGER NOT NULL,
+        model_name TEXT NOT NULL,
+        model_version TEXT NOT NULL,
+        text_hash TEXT NOT NULL,
+        embedding BLOB NOT NULL,
+        created_at TEXT NOT NULL,
+        UNIQUE (level, owner_id, model_version)
+    );
+    CREATE INDEX vectors_model ON vectors(model_name, level, id);
+
+    CREATE TABLE embed_jobs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        level TEXT NOT NULL CHECK (level IN ('chunk', 'turn', 'session')),
+        owner_id INTEGER NOT NULL,
+        text_hash TEXT NOT NULL DEFAULT '',
+        model_version TEXT NOT NULL DEFAULT '',
+        status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'done', 'error')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        last_error TEXT,
+        next_attempt_at TEXT,
+        updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+        UNIQUE (level, owner_id)
+    );
+    CREATE INDEX embed_jobs_queue ON embed_jobs(status, level, id);
+    CREATE INDEX embed_jobs_version ON embed_jobs(model_version, status);
+
+    -- (An upsert's conflict handling overrides a trigger's OR REPLACE: a requeue deletes, then inserts.)
+    CREATE TRIGGER chunks_embed_enqueue AFTER INSERT ON chunks BEGIN
+        INSERT INTO embed_jobs (level, owner_id) VALUES ('chunk', new.id);
+    END;
+    CREATE TRIGGER turns_embed_enqueue AFTER INSERT ON turns BEGIN
+        INSERT INTO embed_jobs (level, owner_id) VALUES ('turn', new.id);
+    END;
+    CREATE TRIGGER mirrors_embed_enqueue AFTER INSERT ON mirrors BEGIN
+        DELETE FROM embed_jobs WHERE level = 'session' AND owner_id = new.id;
+        INSERT INTO embed_jobs (level, owner_id, text_hash) VALUES ('session', new.id, new.content_hash);
+    END;
+    CREATE TRIGGER mirrors_embed_requeue AFTER UPDATE OF content_hash ON mirrors
+    WHEN old.content_hash IS NOT new.content_hash BEGIN
+        DELETE FROM embed_jobs WHERE level = 'session' AND owner_id = new.id;
+        INSERT INTO embed_jobs (level, owner_id, text_hash) VALUES ('session', new.id, new.content_hash);
+    END;
+
+    CREATE TRIGGER chunks_vectors_delete AFTER DELETE ON chunks BEGIN
+        DELETE FROM vectors WHERE level = 'chunk' AND owner_id = old.id;
+        DELETE FROM embed_jobs WHERE level = 'chunk' AND owner_id = old.id;
+    END;
+    CREATE TRIGGER turns_vectors_delete AFTER DELETE ON turns BEGIN
+        DELETE FROM vectors WHERE level = 'turn' AND owner_id = old.id;
+        DELETE FROM embed_jobs WHERE level = 'turn' AND owner_id = old.id;
+    END;
+    CREATE TRIGGER mirrors_vectors_delete AFTER DELETE ON mirrors BEGIN
+        DELETE FROM vectors WHERE level = 'session' AND owner_id = old.id;
+        DELETE FROM embed_jobs WHERE level = 'session' AND owner_id = old.id;
+    END;
+
+    -- What a store indexed before this migration holds waits in the queue too.
+    INSERT INTO embed_jobs (level, owner_id) SELECT 'chunk', id FROM chunks;
+    INSERT INTO embed_jobs (level, owner_id) SELECT 'turn', id FROM turns;
+    INSERT INTO embed_jobs (level, owner_id, text_hash) SELECT 'session', id, content_hash FROM mirrors;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

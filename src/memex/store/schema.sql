@@ -1,6 +1,8 @@
 -- Snapshot of the schema the migrations produce (tests/store/test_db.py keeps it in step).
 -- Regenerate: uv run python -m memex.store.snapshot
 CREATE INDEX chunks_turn_id ON chunks(turn_id);
+CREATE INDEX embed_jobs_queue ON embed_jobs(status, level, id);
+CREATE INDEX embed_jobs_version ON embed_jobs(model_version, status);
 CREATE INDEX file_mentions_file_path ON file_mentions(file_path);
 CREATE INDEX file_mentions_turn_id ON file_mentions(turn_id);
 CREATE INDEX mirrors_project ON mirrors(project);
@@ -10,8 +12,10 @@ CREATE INDEX sessions_project_dir ON sessions(project_dir);
 CREATE INDEX sessions_started_at ON sessions(started_at);
 CREATE UNIQUE INDEX sessions_transcript_path ON sessions(transcript_path);
 CREATE INDEX turns_started_at ON turns(started_at);
+CREATE INDEX vectors_model ON vectors(model_name, level, id);
 CREATE TABLE chunks ( id INTEGER PRIMARY KEY AUTOINCREMENT, turn_id INTEGER NOT NULL REFERENCES turns(id) ON DELETE CASCADE, chunk_index INTEGER NOT NULL, content TEXT NOT NULL, fts_text TEXT );
 CREATE VIRTUAL TABLE chunks_fts USING fts5( body, content='chunks_fts_source', content_rowid='id', tokenize='unicode61 remove_diacritics 2' );
+CREATE TABLE embed_jobs ( id INTEGER PRIMARY KEY AUTOINCREMENT, level TEXT NOT NULL CHECK (level IN ('chunk', 'turn', 'session')), owner_id INTEGER NOT NULL, text_hash TEXT NOT NULL DEFAULT '', model_version TEXT NOT NULL DEFAULT '', status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'done', 'error')), attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT, next_attempt_at TEXT, updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')), UNIQUE (level, owner_id) );
 CREATE TABLE entries ( id INTEGER PRIMARY KEY, session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE, agent_id TEXT NOT NULL DEFAULT '', line_index INTEGER NOT NULL, entry_type TEXT NOT NULL, kind TEXT NOT NULL, role TEXT, timestamp TEXT, uuid TEXT, parent_uuid TEXT, message_id TEXT, text TEXT, is_sidechain INTEGER NOT NULL DEFAULT 0, UNIQUE (session_id, agent_id, line_index) );
 CREATE TABLE file_mentions ( id INTEGER PRIMARY KEY, turn_id INTEGER NOT NULL REFERENCES turns(id) ON DELETE CASCADE, session_id TEXT NOT NULL, file_path TEXT NOT NULL, tool_name TEXT NOT NULL );
 CREATE TABLE mirrors ( id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, computer TEXT NOT NULL, agent TEXT NOT NULL, project TEXT, title TEXT, timestamp_start TEXT, timestamp_end TEXT, conversation_text TEXT NOT NULL, metadata TEXT NOT NULL DEFAULT '{}', content_hash TEXT NOT NULL, updated_at TEXT NOT NULL, fts_title TEXT, fts_body TEXT, UNIQUE (session_id, computer) );
@@ -20,10 +24,18 @@ CREATE TABLE pr_links ( session_id TEXT NOT NULL REFERENCES sessions(session_id)
 CREATE TABLE sessions ( session_id TEXT PRIMARY KEY, agent TEXT NOT NULL, computer TEXT NOT NULL, project_dir TEXT, transcript_path TEXT, title TEXT, title_rank INTEGER NOT NULL DEFAULT 0, started_at TEXT, ended_at TEXT, last_line_index INTEGER NOT NULL DEFAULT 0, last_offset INTEGER NOT NULL DEFAULT 0, resume_line_index INTEGER NOT NULL DEFAULT 0, resume_offset INTEGER NOT NULL DEFAULT 0, provisional_turn_start INTEGER, last_compact_line_index INTEGER, file_size INTEGER, file_mtime_ns INTEGER, head_hash TEXT, tail_hash TEXT, bad_lines INTEGER NOT NULL DEFAULT 0, updated_at TEXT NOT NULL );
 CREATE TABLE subagent_sessions ( session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE, agent_id TEXT NOT NULL, transcript_path TEXT NOT NULL, last_line_index INTEGER NOT NULL DEFAULT 0, last_offset INTEGER NOT NULL DEFAULT 0, resume_line_index INTEGER NOT NULL DEFAULT 0, resume_offset INTEGER NOT NULL DEFAULT 0, provisional_turn_start INTEGER, last_compact_line_index INTEGER, file_size INTEGER, file_mtime_ns INTEGER, head_hash TEXT, tail_hash TEXT, bad_lines INTEGER NOT NULL DEFAULT 0, updated_at TEXT NOT NULL, PRIMARY KEY (session_id, agent_id) );
 CREATE TABLE turns ( id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE, agent_id TEXT NOT NULL DEFAULT '', line_index INTEGER NOT NULL, end_line_index INTEGER NOT NULL, kind TEXT NOT NULL, is_sidechain INTEGER NOT NULL DEFAULT 0, provisional INTEGER NOT NULL DEFAULT 0, prompt_text TEXT NOT NULL DEFAULT '', full_text TEXT NOT NULL, tool_summary TEXT NOT NULL DEFAULT '', started_at TEXT, ended_at TEXT, UNIQUE (session_id, agent_id, line_index) );
+CREATE TABLE vectors ( id INTEGER PRIMARY KEY AUTOINCREMENT, level TEXT NOT NULL CHECK (level IN ('chunk', 'turn', 'session')), owner_id INTEGER NOT NULL, model_name TEXT NOT NULL, model_version TEXT NOT NULL, text_hash TEXT NOT NULL, embedding BLOB NOT NULL, created_at TEXT NOT NULL, UNIQUE (level, owner_id, model_version) );
+CREATE TRIGGER chunks_embed_enqueue AFTER INSERT ON chunks BEGIN INSERT INTO embed_jobs (level, owner_id) VALUES ('chunk', new.id); END;
 CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN INSERT INTO chunks_fts(chunks_fts, rowid, body) VALUES ('delete', old.id, coalesce(old.fts_text, old.content)); END;
 CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN INSERT INTO chunks_fts(rowid, body) VALUES (new.id, coalesce(new.fts_text, new.content)); END;
+CREATE TRIGGER chunks_vectors_delete AFTER DELETE ON chunks BEGIN DELETE FROM vectors WHERE level = 'chunk' AND owner_id = old.id; DELETE FROM embed_jobs WHERE level = 'chunk' AND owner_id = old.id; END;
+CREATE TRIGGER mirrors_embed_enqueue AFTER INSERT ON mirrors BEGIN DELETE FROM embed_jobs WHERE level = 'session' AND owner_id = new.id; INSERT INTO embed_jobs (level, owner_id, text_hash) VALUES ('session', new.id, new.content_hash); END;
+CREATE TRIGGER mirrors_embed_requeue AFTER UPDATE OF content_hash ON mirrors WHEN old.content_hash IS NOT new.content_hash BEGIN DELETE FROM embed_jobs WHERE level = 'session' AND owner_id = new.id; INSERT INTO embed_jobs (level, owner_id, text_hash) VALUES ('session', new.id, new.content_hash); END;
 CREATE TRIGGER mirrors_fts_delete AFTER DELETE ON mirrors BEGIN INSERT INTO mirrors_fts(mirrors_fts, rowid, title, body) VALUES ( 'delete', old.id, coalesce(old.fts_title, old.title, ''), coalesce(old.fts_body, old.conversation_text) ); END;
 CREATE TRIGGER mirrors_fts_insert AFTER INSERT ON mirrors BEGIN INSERT INTO mirrors_fts(rowid, title, body) VALUES (new.id, coalesce(new.fts_title, new.title, ''), coalesce(new.fts_body, new.conversation_text)); END;
 CREATE TRIGGER mirrors_fts_update AFTER UPDATE ON mirrors BEGIN INSERT INTO mirrors_fts(mirrors_fts, rowid, title, body) VALUES ( 'delete', old.id, coalesce(old.fts_title, old.title, ''), coalesce(old.fts_body, old.conversation_text) ); INSERT INTO mirrors_fts(rowid, title, body) VALUES (new.id, coalesce(new.fts_title, new.title, ''), coalesce(new.fts_body, new.conversation_text)); END;
+CREATE TRIGGER mirrors_vectors_delete AFTER DELETE ON mirrors BEGIN DELETE FROM vectors WHERE level = 'session' AND owner_id = old.id; DELETE FROM embed_jobs WHERE level = 'session' AND owner_id = old.id; END;
+CREATE TRIGGER turns_embed_enqueue AFTER INSERT ON turns BEGIN INSERT INTO embed_jobs (level, owner_id) VALUES ('turn', new.id); END;
+CREATE TRIGGER turns_vectors_delete AFTER DELETE ON turns BEGIN DELETE FROM vectors WHERE level = 'turn' AND owner_id = old.id; DELETE FROM embed_jobs WHERE level = 'turn' AND owner_id = old.id; END;
 CREATE VIEW chunks_fts_source AS SELECT id, coalesce(fts_text, content) AS body FROM chunks;
 CREATE VIEW mirrors_fts_source AS SELECT id, coalesce(fts_title, title, '') AS title, coalesce(fts_body, conversation_text) AS body FROM mirrors;

@@ -1,0 +1,89 @@
+"""`memex embed`: drain the embedding queue (resumable; safe to interrupt at any moment)."""
+
+from __future__ import annotations
+
+import contextlib
+
+import click
+from rich.table import Table
+
+from memex.cli.app import App
+from memex.cli.render import count_progress
+from memex.embed.worker import DrainReport, EmbedBusy, drain, pending_count, requeue_stale, worker_lock
+from memex.embed.worker import retry_errors as requeue_errors
+
+
+def run_embed(app: App, max_jobs: int | None = None) -> DrainReport:
+    """Drain the queue with a progress bar on the terminal; the report of what was done."""
+    conn, config = app.db(), app.config
+    with worker_lock(config.home):
+        requeue_stale(conn, config.model_version)
+        total = pending_count(conn) if max_jobs is None else min(max_jobs, pending_count(conn))
+        with count_progress(app.err, total, "Embedding") as progress:
+            task = progress.task_ids[0]
+
+            def advance(report: DrainReport, jobs: int) -> None:
+                rate = f"{report.per_second:.1f}/s" if report.embedded else ""
+                progress.update(task, advance=jobs, current=rate)
+
+            return drain(conn, config, max_jobs=max_jobs, on_batch=advance)
+
+
+def drain_quietly(app: App, max_jobs: int | None = None) -> DrainReport:
+    """Drain the queue without output (a background worker)."""
+    with worker_lock(app.config.home):
+        return drain(app.db(), app.config, max_jobs=max_jobs)
+
+
+def print_report(app: App, report: DrainReport, waiting: int) -> None:
+    table = Table(title="memex embed", show_header=False, box=None)
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    for label, value in [
+        ("embedded", report.embedded),
+        *((f"  {level}", n) for level, n in report.by_level.items()),
+        ("already embedded", report.reused),
+        ("failed (will retry)", report.failed),
+        ("still queued", waiting),
+        ("per second", f"{report.per_second:.1f}"),
+        ("seconds", f"{report.seconds:.1f}"),
+    ]:
+        table.add_row(label, str(value))
+    app.out.print(table)
+
+
+def report_dict(report: DrainReport, waiting: int) -> dict[str, object]:
+    return {
+        "embedded": report.embedded,
+        "by_level": report.by_level,
+        "reused": report.reused,
+        "failed": report.failed,
+        "queued": waiting,
+        "seconds": round(report.seconds, 3),
+    }
+
+
+@click.command("embed")
+@click.option("--limit", "max_jobs", type=click.IntRange(1), help="Stop after this many jobs.")
+@click.option("--retry-errors", is_flag=True, help="First give the jobs that failed for good a fresh start.")
+@click.option("--quiet", is_flag=True, help="Print nothing (for background runs); exit quietly if a worker runs.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.pass_obj
+def embed_command(app: App, max_jobs: int | None, retry_errors: bool, quiet: bool, as_json: bool) -> None:
+    """Compute the vectors semantic search needs (sessions first, then turns, then chunks).
+
+    `memex index` does this at its end; run it alone to resume an interrupted run. Safe to stop at any
+    moment: the next run continues where this one stopped.
+    """
+    if retry_errors:
+        app.err.print(f"{requeue_errors(app.db())} failed jobs queued again.")
+    if quiet:
+        with contextlib.suppress(EmbedBusy):
+            drain_quietly(app, max_jobs)
+        return
+    report = run_embed(app, max_jobs)
+    waiting = pending_count(app.db())
+    if as_json:
+        app.emit_json(report_dict(report, waiting))
+    else:
+        print_report(app, report, waiting)

@@ -1,0 +1,272 @@
+"""The embedding worker: drains the `embed_jobs` queue in batches, durably and resumably.
+
+Ingest only enqueues (triggers add a pending job for every new chunk, turn and changed mirror). The
+worker takes pending jobs coarse level first (sessions, then turns, then chunks; newest first within a
+level) so a long backfill is useful early, embeds a batch outside any transaction, then stores its
+vectors and marks its jobs done in one transaction: killed at any moment, the next run redoes at most
+one batch, and the vectors' unique key means nothing is stored twice. A job that fails is retried with
+doubling back-off, then left in state `error` with its message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from memex.config import Config
+from memex.embed.model import Embedder, load_embedder
+from memex.embed.summarizer import llm_summaries
+from memex.errors import MemexError
+from memex.ingest.embed_texts import LEVELS, embed_texts, text_hash
+from memex.store.db import transaction
+
+
+class EmbedBusy(MemexError):
+    """Another process is draining the queue of this store."""
+
+
+@dataclass
+class DrainReport:
+    """What one drain did."""
+
+    embedded: int = 0
+    reused: int = 0  # jobs whose text already had its vector (nothing to compute)
+    failed: int = 0
+    seconds: float = 0.0
+    by_level: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def per_second(self) -> float:
+        return self.embedded / self.seconds if self.seconds else 0.0
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+@contextlib.contextmanager
+def worker_lock(home: Path) -> Iterator[None]:
+    """Hold the store's embedding lock (one worker at a time); EmbedBusy when another holds it."""
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / "embed.lock"
+    with path.open("a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "?"
+            raise EmbedBusy(f"another memex process (pid {holder}) is embedding; it drains the same queue") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def requeue_stale(conn: sqlite3.Connection, model_version: str) -> int:
+    """Put back in the queue every job done (or failed) under another model version; their old vectors
+    stay searchable until the new ones replace them."""
+    with transaction(conn):
+        return conn.execute(
+            "UPDATE embed_jobs SET status = 'pending', attempts = 0, last_error = NULL, next_attempt_at = NULL "
+            "WHERE model_version != ? AND model_version != '' AND status != 'pending'",
+            (model_version,),
+        ).rowcount
+
+
+def retry_errors(conn: sqlite3.Connection) -> int:
+    """Give every job in state `error` a fresh set of attempts."""
+    with transaction(conn):
+        return conn.execute(
+            "UPDATE embed_jobs SET status = 'pending', attempts = 0, next_attempt_at = NULL WHERE status = 'error'"
+        ).rowcount
+
+
+def pending_count(conn: sqlite3.Connection) -> int:
+    """Jobs waiting (including those waiting out a back-off)."""
+    return conn.execute("SELECT count(*) FROM embed_jobs WHERE status = 'pending'").fetchone()[0]
+
+
+def queue_status(conn: sqlite3.Connection) -> dict[str, dict[str, int]]:
+    """Job counts by status and level."""
+    counts: dict[str, dict[str, int]] = {}
+    for row in conn.execute("SELECT status, level, count(*) FROM embed_jobs GROUP BY status, level"):
+        counts.setdefault(row[0], {})[row[1]] = row[2]
+    return counts
+
+
+def recent_errors(conn: sqlite3.Connection, limit: int = 5) -> list[dict[str, object]]:
+    """The last failures (level, owner, attempts, message), newest first."""
+    rows = conn.execute(
+        "SELECT level, owner_id, status, attempts, last_error, updated_at FROM embed_jobs "
+        "WHERE last_error IS NOT NULL ORDER BY updated_at DESC LIMIT ?",
+        (limit,),
+    )
+    return [dict(r) for r in rows]
+
+
+def _next_batch(conn: sqlite3.Connection, size: int, now: str) -> list[sqlite3.Row]:
+    for level in LEVELS:
+        rows = conn.execute(
+            "SELECT id, level, owner_id, text_hash FROM embed_jobs WHERE status = 'pending' AND level = ? "
+            "AND (next_attempt_at IS NULL OR next_attempt_at <= ?) ORDER BY id DESC LIMIT ?",
+            (level, now, size),
+        ).fetchall()
+        if rows:
+            return rows
+    return []
+
+
+def _embed_isolating_failures(embedder: Embedder, texts: list[str]) -> tuple[list[object | None], list[str | None]]:
+    """Vectors for `texts`; when the batch fails, each text alone, so one bad text fails only itself."""
+    try:
+        return list(embedder.embed_passages(texts)), [None] * len(texts)
+    except Exception:  # a backend error of any kind: isolate it
+        vectors: list[object | None] = []
+        errors: list[str | None] = []
+        for text in texts:
+            try:
+                vectors.append(embedder.embed_passages([text])[0])
+                errors.append(None)
+            except Exception as exc:
+                vectors.append(None)
+                errors.append(f"{type(exc).__name__}: {exc}"[:500])
+        return vectors, errors
+
+
+def _store_batch(
+    conn: sqlite3.Connection,
+    config: Config,
+    jobs: list[sqlite3.Row],
+    texts: dict[int, str],
+    results: dict[int, tuple[object | None, str | None]],
+    now: datetime,
+) -> None:
+    """Write the batch's vectors and job states in one transaction."""
+    stamp = _stamp(now)
+    with transaction(conn):
+        for job in jobs:
+            level, owner = job["level"], job["owner_id"]
+            text = texts.get(owner)
+            if text is None:  # the owner is gone, or has nothing to embed
+                conn.execute("DELETE FROM embed_jobs WHERE id = ?", (job["id"],))
+                continue
+            vector, error = results.get(job["id"], (None, None))
+            if vector is not None:
+                conn.execute(
+                    "INSERT INTO vectors (level, owner_id, model_name, model_version, text_hash, embedding, "
+                    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (level, owner_id, model_version) "
+                    "DO UPDATE SET text_hash = excluded.text_hash, embedding = excluded.embedding, "
+                    "created_at = excluded.created_at",
+                    (level, owner, config.embed_model, config.model_version, text_hash(text), _blob(vector), stamp),
+                )
+            if error is None:
+                conn.execute(
+                    "DELETE FROM vectors WHERE level = ? AND owner_id = ? AND model_version != ?",
+                    (level, owner, config.model_version),
+                )
+                conn.execute(
+                    "UPDATE embed_jobs SET status = 'done', model_version = ?, attempts = 0, last_error = NULL, "
+                    "next_attempt_at = NULL, updated_at = ?, text_hash = CASE WHEN level = 'session' "
+                    "THEN text_hash ELSE ? END WHERE id = ?",
+                    (config.model_version, stamp, text_hash(text), job["id"]),
+                )
+                continue
+            attempts = conn.execute("SELECT attempts FROM embed_jobs WHERE id = ?", (job["id"],)).fetchone()
+            tries = (attempts[0] if attempts else 0) + 1
+            delay = timedelta(seconds=config.embed_retry_base_seconds * 2 ** (tries - 1))
+            conn.execute(
+                "UPDATE embed_jobs SET attempts = ?, last_error = ?, updated_at = ?, next_attempt_at = ?, "
+                "status = CASE WHEN ? >= ? THEN 'error' ELSE 'pending' END WHERE id = ?",
+                (tries, error, stamp, _stamp(now + delay), tries, config.embed_max_attempts, job["id"]),
+            )
+
+
+def _blob(vector: object) -> bytes:
+    import numpy as np
+
+    return np.asarray(vector, dtype="<f4").tobytes()
+
+
+def _existing_hashes(conn: sqlite3.Connection, level: str, owners: list[int], version: str) -> dict[int, str]:
+    marks = ",".join("?" * len(owners))
+    rows = conn.execute(
+        f"SELECT owner_id, text_hash FROM vectors WHERE level = ? AND model_version = ? AND owner_id IN ({marks})",
+        [level, version, *owners],
+    )
+    return {r[0]: r[1] for r in rows}
+
+
+def drain(
+    conn: sqlite3.Connection,
+    config: Config,
+    embedder: Embedder | None = None,
+    max_jobs: int | None = None,
+    on_batch: Callable[[DrainReport, int], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> DrainReport:
+    """Embed pending jobs until the queue is empty (or `max_jobs` were taken, or `should_stop()`).
+
+    The caller holds `worker_lock`. `on_batch(report, jobs_in_batch)` is called after each batch.
+    """
+    report = DrainReport()
+    started = time.perf_counter()
+    requeue_stale(conn, config.model_version)
+    taken = 0
+    while max_jobs is None or taken < max_jobs:
+        if should_stop and should_stop():
+            break
+        size = config.embed_batch_size if max_jobs is None else min(config.embed_batch_size, max_jobs - taken)
+        jobs = _next_batch(conn, size, _stamp(_now()))
+        if not jobs:
+            break
+        taken += len(jobs)
+        level = jobs[0]["level"]
+        owners = [j["owner_id"] for j in jobs]
+        texts = embed_texts(conn, level, owners, config)
+        known = _existing_hashes(conn, level, owners, config.model_version)
+        results: dict[int, tuple[object | None, str | None]] = {}
+        todo = []
+        for job in jobs:
+            text = texts.get(job["owner_id"])
+            if text is None:
+                continue
+            if known.get(job["owner_id"]) == text_hash(text):
+                results[job["id"]] = (None, None)  # its vector already reads this text
+                report.reused += 1
+            else:
+                todo.append(job)
+        if todo:
+            if embedder is None:
+                embedder = load_embedder(config)
+            inputs = [texts[j["owner_id"]] for j in todo]
+            if level == "session" and config.summary_llm_url:
+                inputs = llm_summaries(config, [j["owner_id"] for j in todo], inputs, conn)
+            vectors, errors = _embed_isolating_failures(embedder, inputs)
+            for job, vector, error in zip(todo, vectors, errors, strict=True):
+                results[job["id"]] = (vector, error)
+                if error is None:
+                    report.embedded += 1
+                    report.by_level[level] = report.by_level.get(level, 0) + 1
+                else:
+                    report.failed += 1
+        _store_batch(conn, config, jobs, texts, results, _now())
+        report.seconds = time.perf_counter() - started
+        if on_batch:
+            on_batch(report, len(jobs))
+    report.seconds = time.perf_counter() - started
+    return report

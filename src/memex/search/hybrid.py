@@ -1,0 +1,291 @@
+"""Hybrid search: BM25 and vector neighbours at three levels, fused by reciprocal rank.
+
+Each list ranks candidates under the same filters: lexical chunks (grouped to turns), lexical mirrors
+(sessions), and the nearest chunk, turn and session vectors to the query. Reciprocal-rank fusion adds
+`weight / (k + rank)` per list. Levels cascade: a pin-point question weighs fine levels first (chunk →
+turn → session), an "overall / trend / summary" question coarse levels first; `level` forces one.
+Candidates are grouped to turns, a session hit lends its weight to that session's best turn (or is a
+result of its own when no turn of it was found: another computer's mirror), results are deduplicated
+by session, and hits found only by meaning must clear a relevance floor.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from memex.config import Config
+from memex.embed.model import Embedder, EmbedderUnavailable, load_embedder
+from memex.search.lexical import chunk_texts, search_chunks
+from memex.search.mirrors import excerpt, mirror_hits, search_mirrors
+from memex.search.vector import Neighbour, vector_index
+from memex.store.queries import Filters, turns_by_ids, where
+
+MODES = ("hybrid", "lexical", "semantic")
+LEVELS = ("chunk", "turn", "session")
+# Weight of each list by its level's place in the cascade (first, second, third).
+CASCADE_WEIGHTS = (1.0, 0.7, 0.5)
+_COARSE = re.compile(
+    r"\b(overall|overview|summar\w*|trends?|in general|generally|big picture|recap|history of|over time|"
+    r"across (?:all |the )?(?:sessions|projects)|so far|progress (?:on|of)|what have (?:i|we) (?:been|done))\b"
+    r"|总结|概述|概要|总体|整体|趋势|まとめ|全体|傾向|요약|전체|추세|개요",
+    re.IGNORECASE,
+)
+
+
+def is_coarse(query: str) -> bool:
+    """True when the question asks for an overview (trend, summary…) rather than a precise fact."""
+    return _COARSE.search(query) is not None
+
+
+def level_order(query: str, level: str | None = None) -> list[str]:
+    """The levels to search, in cascade order."""
+    if level:
+        return [level]
+    return ["session", "turn", "chunk"] if is_coarse(query) else ["chunk", "turn", "session"]
+
+
+@dataclass
+class _Candidate:
+    """A turn (or a session known only by its mirror) and what each list said about it."""
+
+    key: tuple[str, int]  # ("turn", turn id) or ("mirror", mirror id)
+    session_id: str
+    score: float = 0.0
+    parts: dict[str, dict[str, float]] = field(default_factory=dict)
+    chunk_id: int | None = None
+    lexical: bool = False
+    best_cosine: float = 0.0
+
+
+@dataclass
+class SearchOutcome:
+    """The results and how they were found."""
+
+    results: list[dict[str, Any]]
+    mode: str  # the mode actually used (hybrid degrades to lexical when no model or vectors)
+    levels: list[str]
+    notes: list[str] = field(default_factory=list)
+
+
+def _allowed(conn: sqlite3.Connection, level: str, filters: Filters) -> np.ndarray | None:
+    """The owners of `level` the filters admit; None when nothing is filtered."""
+    if filters == Filters():
+        return None
+    clauses, params = filters.turn_clauses("t", "s")
+    if level == "chunk":
+        sql = (
+            "SELECT c.id FROM chunks c JOIN turns t ON t.id = c.turn_id JOIN sessions s ON s.session_id = t.session_id"
+            + where(clauses)
+        )
+    elif level == "turn":
+        sql = "SELECT t.id FROM turns t JOIN sessions s ON s.session_id = t.session_id" + where(clauses)
+    else:
+        scoped = filters.mirror_clauses("m")
+        if scoped is not None:
+            sql, params = "SELECT m.id FROM mirrors m" + where(scoped[0]), scoped[1]
+        else:  # files and PRs are known of local sessions only
+            sql = (
+                "SELECT m.id FROM mirrors m JOIN sessions s2 ON s2.session_id = m.session_id "
+                "AND s2.computer = m.computer WHERE m.session_id IN (SELECT t.session_id FROM turns t "
+                "JOIN sessions s ON s.session_id = t.session_id" + where(clauses) + ")"
+            )
+    return np.fromiter((r[0] for r in conn.execute(sql, params)), dtype=np.int64)
+
+
+def _semantic_lists(
+    conn: sqlite3.Connection,
+    config: Config,
+    embedder: Embedder,
+    query: str,
+    filters: Filters,
+    levels: list[str],
+    limit: int,
+) -> dict[str, list[Neighbour]]:
+    vector = embedder.embed_queries([query])[0]
+    wanted = max(config.search_vector_candidates, limit * 3)
+    lists = {}
+    for level in levels:
+        index = vector_index(config, level, embedder.dimension)
+        lists[level] = index.search(conn, vector, wanted, _allowed(conn, level, filters))
+    return lists
+
+
+def _chunk_turns(conn: sqlite3.Connection, chunk_ids: list[int]) -> dict[int, int]:
+    if not chunk_ids:
+        return {}
+    marks = ",".join("?" * len(chunk_ids))
+    return dict(conn.execute(f"SELECT id, turn_id FROM chunks WHERE id IN ({marks})", chunk_ids).fetchall())
+
+
+def _owners(conn: sqlite3.Connection, table: str, ids: list[int], column: str) -> dict[int, str]:
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    return dict(conn.execute(f"SELECT id, {column} FROM {table} WHERE id IN ({marks})", ids).fetchall())
+
+
+class _Fusion:
+    """Accumulates reciprocal-rank contributions per turn and per session-only mirror."""
+
+    def __init__(self, rrf_k: int) -> None:
+        self.rrf_k = rrf_k
+        self.turns: dict[int, _Candidate] = {}
+        self.sessions: dict[str, list[tuple[str, int, float, dict[str, float]]]] = {}
+
+    def add_turn(self, turn_id: int, part: str, rank: int, weight: float, **info: float) -> _Candidate:
+        candidate = self.turns.setdefault(turn_id, _Candidate(("turn", turn_id), ""))
+        if part in candidate.parts:  # a turn counts once per list (its best chunk)
+            return candidate
+        candidate.score += weight / (self.rrf_k + rank)
+        candidate.parts[part] = {"rank": rank, **{k: round(v, 4) for k, v in info.items()}}
+        return candidate
+
+    def add_session(self, mirror_id: int, session_id: str, part: str, rank: int, weight: float, **info: float) -> None:
+        self.sessions.setdefault(session_id, []).append(
+            (part, mirror_id, weight / (self.rrf_k + rank), {"rank": rank, **{k: round(v, 4) for k, v in info.items()}})
+        )
+
+    def fused(self) -> list[_Candidate]:
+        """Candidates best first: a session's weight goes to its best turn, or to the session alone."""
+        best: dict[str, _Candidate] = {}
+        for candidate in self.turns.values():
+            current = best.get(candidate.session_id)
+            if current is None or candidate.score > current.score:
+                best[candidate.session_id] = candidate
+        results = list(self.turns.values())
+        for session_id, contributions in self.sessions.items():
+            target = best.get(session_id)
+            if target is None:
+                mirror_id = contributions[0][1]
+                target = _Candidate(("mirror", mirror_id), session_id)
+                results.append(target)
+            for part, _mirror_id, weight, info in contributions:
+                if part not in target.parts:
+                    target.score += weight
+                    target.parts[part] = info
+                target.lexical = target.lexical or part == "mirror"
+                target.best_cosine = max(target.best_cosine, info.get("cosine", 0.0))
+        return sorted(results, key=lambda c: -c.score)
+
+
+def _passes_floor(candidate: _Candidate, config: Config, best_cosine: float) -> bool:
+    """A hit found lexically always passes; one found only by meaning needs a high, near-best cosine."""
+    if candidate.lexical:
+        return True
+    floor = config.search_semantic_floor / 1000
+    margin = config.search_semantic_margin / 1000
+    return candidate.best_cosine >= floor and candidate.best_cosine >= best_cosine - margin
+
+
+def hybrid_search(
+    conn: sqlite3.Connection,
+    config: Config,
+    query: str,
+    filters: Filters,
+    limit: int = 10,
+    mode: str = "hybrid",
+    level: str | None = None,
+    per_session: int = 1,
+    embedder: Embedder | None = None,
+) -> SearchOutcome:
+    """Search turns and mirrors for `query`; at most `per_session` results per session."""
+    levels = level_order(query, level)
+    notes: list[str] = []
+    weights = {lvl: CASCADE_WEIGHTS[i] for i, lvl in enumerate(levels)}
+    fusion = _Fusion(config.search_rrf_k)
+    wanted = limit * max(per_session, 1) * 3
+    if mode in ("hybrid", "semantic"):
+        try:
+            embedder = embedder or load_embedder(config)
+        except EmbedderUnavailable as exc:
+            notes.append(f"semantic search unavailable ({exc}); lexical results only")
+            mode = "lexical"
+    if mode in ("hybrid", "lexical"):
+        if "chunk" in weights or "turn" in weights:  # lexical hits are chunk matches, grouped to turns
+            weight = weights.get("chunk", weights.get("turn", 1.0))
+            for hit in search_chunks(conn, query, filters, wanted):
+                candidate = fusion.add_turn(hit.turn_id, "lexical", hit.rank, weight, bm25=hit.score)
+                candidate.lexical = True
+                candidate.chunk_id = hit.chunk_id
+        if "session" in weights:
+            for rank, hit in enumerate(search_mirrors(conn, query, filters, wanted), 1):
+                fusion.add_session(
+                    hit["mirror_id"], hit["session_id"], "mirror", rank, weights["session"], bm25=hit["score"]
+                )
+    if mode in ("hybrid", "semantic"):
+        assert embedder is not None
+        lists = _semantic_lists(conn, config, embedder, query, filters, levels, wanted)
+        if not any(lists.values()):
+            notes.append("no vectors yet (run `memex embed`); nothing found by meaning")
+        chunk_turn = _chunk_turns(conn, [n.owner_id for n in lists.get("chunk", [])])
+        best_chunk: dict[int, Neighbour] = {}  # turn id -> its nearest chunk, in order of distance
+        for neighbour in lists.get("chunk", []):
+            turn_id = chunk_turn.get(neighbour.owner_id)
+            if turn_id is not None:
+                best_chunk.setdefault(turn_id, neighbour)
+        for rank, (turn_id, neighbour) in enumerate(best_chunk.items(), 1):
+            candidate = fusion.add_turn(turn_id, "chunk", rank, weights["chunk"], cosine=neighbour.cosine)
+            candidate.best_cosine = max(candidate.best_cosine, neighbour.cosine)
+            candidate.chunk_id = candidate.chunk_id if candidate.lexical else neighbour.owner_id
+        for rank, neighbour in enumerate(lists.get("turn", []), 1):
+            candidate = fusion.add_turn(neighbour.owner_id, "turn", rank, weights["turn"], cosine=neighbour.cosine)
+            candidate.best_cosine = max(candidate.best_cosine, neighbour.cosine)
+        sessions = _owners(conn, "mirrors", [n.owner_id for n in lists.get("session", [])], "session_id")
+        for rank, neighbour in enumerate(lists.get("session", []), 1):
+            if neighbour.owner_id in sessions:
+                fusion.add_session(
+                    neighbour.owner_id,
+                    sessions[neighbour.owner_id],
+                    "session",
+                    rank,
+                    weights["session"],
+                    cosine=neighbour.cosine,
+                )
+    turn_sessions = _owners(conn, "turns", list(fusion.turns), "session_id")
+    for turn_id, candidate in list(fusion.turns.items()):
+        if turn_id not in turn_sessions:
+            del fusion.turns[turn_id]
+        else:
+            candidate.session_id = turn_sessions[turn_id]
+    ranked = fusion.fused()
+    best_cosine = max((c.best_cosine for c in ranked), default=0.0)
+    chosen: list[_Candidate] = []
+    per: dict[str, int] = {}
+    for candidate in ranked:
+        if per.get(candidate.session_id, 0) >= per_session or not _passes_floor(candidate, config, best_cosine):
+            continue
+        per[candidate.session_id] = per.get(candidate.session_id, 0) + 1
+        chosen.append(candidate)
+        if len(chosen) == limit:
+            break
+    return SearchOutcome(_render(conn, query, chosen), mode, levels, notes)
+
+
+def _render(conn: sqlite3.Connection, query: str, chosen: list[_Candidate]) -> list[dict[str, Any]]:
+    """Result rows: the turn (with its session's fields) or the mirror, its score and its parts."""
+    turns = turns_by_ids(conn, [c.key[1] for c in chosen if c.key[0] == "turn"])
+    chunks = chunk_texts(conn, [c.chunk_id for c in chosen if c.chunk_id is not None])
+    mirrors = {h["mirror_id"]: h for h in mirror_hits(conn, [c.key[1] for c in chosen if c.key[0] == "mirror"], query)}
+    results = []
+    for candidate in chosen:
+        explain = {"fused": round(candidate.score, 6), **candidate.parts}
+        if candidate.key[0] == "turn":
+            turn = turns[candidate.key[1]]
+            matched = chunks.get(candidate.chunk_id) if candidate.chunk_id else None
+            results.append(
+                {
+                    **turn,
+                    "source": "turn",
+                    "score": round(candidate.score, 6),
+                    "matched_chunk": matched if matched is not None else excerpt(turn["full_text"], query),
+                    "explain": explain,
+                }
+            )
+        else:
+            results.append({**mirrors[candidate.key[1]], "score": round(candidate.score, 6), "explain": explain})
+    return results

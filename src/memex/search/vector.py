@@ -1,0 +1,239 @@
+"""Nearest-neighbour search over the stored vectors of one level and one model.
+
+The `vectors` table is the truth; search reads a cache of it beside the database: a float32 matrix
+(memory-mapped, so a fresh process starts at once and the OS keeps it warm between processes), the ids of
+its rows, and 1-bit codes (the sign of each dimension, packed). Each search first brings the cache up to
+date: rows added since its watermark are appended; when many rows were deleted (turns rebuilt, mirrors
+replaced) it is rebuilt. Rows deleted meanwhile are filtered out against the table.
+
+Up to `search_binary_above` rows the search is exact (one matrix product, ~17 ms per 100k rows on 2
+cores); above it, Hamming distance over the 1-bit codes picks `search_rerank_factor` × k candidates that
+exact cosine re-ranks (bench/search.py measures both). Why not an ANN library: see the README.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import orjson
+
+from memex.config import Config
+
+# Rebuild the cache when more than this share of its rows (and at least MIN_DEAD_ROWS) were deleted.
+DEAD_SHARE = 0.2
+MIN_DEAD_ROWS = 1_000
+FETCH_ROWS = 10_000  # rows read from SQLite per step while filling the cache
+CACHE_FILES = ("matrix.f32", "ids.i64", "owners.i64", "bits.u8")
+
+
+@dataclass
+class Neighbour:
+    """An owner (chunk, turn or mirror id) and its cosine similarity to the query."""
+
+    owner_id: int
+    cosine: float
+
+
+class VectorIndex:
+    """The cached vectors of one level of one model, with exact or two-stage (1-bit, then exact) search."""
+
+    def __init__(self, config: Config, level: str, dimension: int) -> None:
+        self.config, self.level, self.dimension = config, level, dimension
+        self.folder = config.home / "vectors" / config.embed_model / level
+        self.rows = 0
+        self.max_id = 0
+        self.generation = 0
+        self._matrix: np.ndarray | None = None
+        self._ids: np.ndarray | None = None
+        self._owners: np.ndarray | None = None
+        self._bits: np.ndarray | None = None
+        self._loaded: tuple[int, int] | None = None
+
+    # --- the cache on disk ----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _lock(self, exclusive: bool) -> Iterator[None]:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with (self.folder / "lock").open("a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _manifest(self) -> tuple[int, int, int]:
+        """(rows, highest vector id, generation) of the cache; zeros when there is none."""
+        try:
+            data = orjson.loads((self.folder / "manifest.json").read_bytes())
+            if data.get("dimension") == self.dimension:
+                return int(data["rows"]), int(data["max_id"]), int(data["generation"])
+        except (FileNotFoundError, ValueError, KeyError, TypeError):
+            pass
+        return 0, 0, 0
+
+    def _save_manifest(self, rows: int, max_id: int, generation: int) -> None:
+        temporary = self.folder / "manifest.json.tmp"
+        temporary.write_bytes(
+            orjson.dumps({"rows": rows, "max_id": max_id, "generation": generation, "dimension": self.dimension})
+        )
+        os.replace(temporary, self.folder / "manifest.json")
+
+    def _append(self, conn: sqlite3.Connection, after_id: int, suffix: str) -> tuple[int, int]:
+        """Append rows with id > `after_id` to the cache files (named with `suffix`); (rows added, last id)."""
+        added, last = 0, after_id
+        while True:
+            batch = conn.execute(
+                "SELECT id, owner_id, embedding FROM vectors WHERE model_name = ? AND level = ? AND id > ? "
+                "ORDER BY id LIMIT ?",
+                (self.config.embed_model, self.level, last, FETCH_ROWS),
+            ).fetchall()
+            if not batch:
+                return added, last
+            matrix = np.frombuffer(b"".join(r[2] for r in batch), dtype="<f4").reshape(len(batch), self.dimension)
+            ids = np.array([r[0] for r in batch], dtype=np.int64)
+            owners = np.array([r[1] for r in batch], dtype=np.int64)
+            for name, array in (
+                ("matrix.f32", matrix),
+                ("ids.i64", ids),
+                ("owners.i64", owners),
+                ("bits.u8", np.packbits(matrix > 0, axis=1)),
+            ):
+                with (self.folder / (name + suffix)).open("ab") as handle:
+                    handle.write(np.ascontiguousarray(array).tobytes())
+            added += len(batch)
+            last = int(ids[-1])
+
+    def _too_many_dead(self, dead: int, rows: int) -> bool:
+        return dead > MIN_DEAD_ROWS and dead > DEAD_SHARE * rows
+
+    def sync(self, conn: sqlite3.Connection) -> None:
+        """Bring the cache up to date with the `vectors` table (one indexed query when nothing changed).
+
+        New rows are appended (a process that mapped the shorter files keeps reading them safely); a
+        rebuild writes new files and renames them into place, so no mapped file ever shrinks.
+        """
+        live, newest = conn.execute(
+            "SELECT count(*), coalesce(max(id), 0) FROM vectors WHERE model_name = ? AND level = ?",
+            (self.config.embed_model, self.level),
+        ).fetchone()
+        rows, max_id, generation = self._manifest()
+        if newest <= max_id and not self._too_many_dead(rows - live, rows):
+            self.rows, self.max_id, self.generation = rows, max_id, generation
+            return
+        with self._lock(exclusive=True):
+            rows, max_id, generation = self._manifest()  # another process may have done it meanwhile
+            ids_file = self.folder / "ids.i64"
+            on_disk = ids_file.stat().st_size // 8 if ids_file.exists() else 0
+            kept = conn.execute(
+                "SELECT count(*) FROM vectors WHERE model_name = ? AND level = ? AND id <= ?",
+                (self.config.embed_model, self.level, max_id),
+            ).fetchone()[0]
+            if rows == 0 or on_disk != rows or self._too_many_dead(rows - kept, rows):
+                for name in CACHE_FILES:
+                    (self.folder / (name + ".new")).unlink(missing_ok=True)
+                rows, max_id = self._append(conn, 0, ".new")
+                for name in CACHE_FILES:
+                    new = self.folder / (name + ".new")
+                    if new.exists():
+                        os.replace(new, self.folder / name)
+                    else:
+                        (self.folder / name).unlink(missing_ok=True)
+                generation += 1
+            elif newest > max_id:
+                added, max_id = self._append(conn, max_id, "")
+                rows += added
+            self._save_manifest(rows, max_id, generation)
+        self.rows, self.max_id, self.generation = rows, max_id, generation
+
+    def _load(self) -> None:
+        if self._loaded == (self.rows, self.generation):
+            return
+        if self.rows == 0:
+            self._matrix = np.zeros((0, self.dimension), dtype=np.float32)
+            self._ids = self._owners = np.zeros(0, dtype=np.int64)
+            self._bits = np.zeros((0, (self.dimension + 7) // 8), dtype=np.uint8)
+        else:
+            with self._lock(exclusive=False):
+                self._matrix = np.memmap(
+                    self.folder / "matrix.f32", dtype="<f4", mode="r", shape=(self.rows, self.dimension)
+                )
+                self._ids = np.fromfile(self.folder / "ids.i64", dtype=np.int64, count=self.rows)
+                self._owners = np.fromfile(self.folder / "owners.i64", dtype=np.int64, count=self.rows)
+                self._bits = (
+                    np.fromfile(
+                        self.folder / "bits.u8", dtype=np.uint8, count=self.rows * (self.dimension + 7) // 8
+                    ).reshape(self.rows, -1)
+                    if self.rows > self.config.search_binary_above
+                    else None
+                )
+        self._loaded = (self.rows, self.generation)
+
+    # --- search ---------------------------------------------------------------------------------------
+
+    def search(
+        self, conn: sqlite3.Connection, query: np.ndarray, k: int, allowed: np.ndarray | None = None
+    ) -> list[Neighbour]:
+        """The `k` owners nearest to `query` (a unit vector), best first; only `allowed` owners if given."""
+        self.sync(conn)
+        self._load()
+        assert self._matrix is not None and self._ids is not None and self._owners is not None
+        if self.rows == 0 or k <= 0:
+            return []
+        mask = np.isin(self._owners, allowed) if allowed is not None else None
+        if mask is not None and not mask.any():
+            return []
+        wanted = k * 2  # room for rows deleted since the cache was written, and owners seen twice
+        if self._bits is not None and (mask is None or mask.sum() > self.config.search_binary_above):
+            positions = self._binary_candidates(query, wanted * self.config.search_rerank_factor, mask)
+            scores = self._matrix[positions] @ query
+        else:
+            positions = np.flatnonzero(mask) if mask is not None else None
+            scores = (self._matrix[positions] if positions is not None else self._matrix) @ query
+            if positions is None:
+                positions = np.arange(self.rows)
+        top = min(wanted, len(scores))
+        best = np.argpartition(-scores, top - 1)[:top]
+        best = best[np.argsort(-scores[best])]
+        return self._alive(conn, [(int(positions[i]), float(scores[i])) for i in best], k)
+
+    def _binary_candidates(self, query: np.ndarray, count: int, mask: np.ndarray | None) -> np.ndarray:
+        assert self._bits is not None
+        code = np.packbits(query > 0)
+        distances = np.bitwise_count(np.bitwise_xor(self._bits, code)).sum(axis=1, dtype=np.int32)
+        if mask is not None:
+            distances[~mask] = np.iinfo(np.int32).max
+        count = min(count, len(distances))
+        return np.argpartition(distances, count - 1)[:count]
+
+    def _alive(self, conn: sqlite3.Connection, candidates: list[tuple[int, float]], k: int) -> list[Neighbour]:
+        """Candidates whose vector row still exists, one per owner, at most `k`."""
+        assert self._ids is not None and self._owners is not None
+        ids = [int(self._ids[p]) for p, _ in candidates]
+        marks = ",".join("?" * len(ids))
+        existing = {r[0] for r in conn.execute(f"SELECT id FROM vectors WHERE id IN ({marks})", ids)} if ids else set()
+        found: dict[int, float] = {}
+        for (position, score), vector_id in zip(candidates, ids, strict=True):
+            owner = int(self._owners[position])
+            if vector_id in existing and owner not in found:
+                found[owner] = score
+                if len(found) == k:
+                    break
+        return [Neighbour(owner, score) for owner, score in found.items()]
+
+
+_indexes: dict[tuple[str, str, str], VectorIndex] = {}
+
+
+def vector_index(config: Config, level: str, dimension: int) -> VectorIndex:
+    """The process's index of one level (kept, so a long-lived process maps its files once)."""
+    key = (str(config.home), config.embed_model, level)
+    index = _indexes.get(key)
+    if index is None or index.dimension != dimension:
+        index = _indexes[key] = VectorIndex(config, level, dimension)
+    return index
