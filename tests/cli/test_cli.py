@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -224,6 +225,18 @@ def test_user_errors_exit_non_zero_with_one_line(run, corpus: Path, args, messag
     assert message in result.stderr and "Traceback" not in result.stderr
     assert result.stderr.startswith("memex: error: ") and result.stderr.count("\n") == 1, result.stderr
     assert result.stdout == ""
+
+
+def test_index_over_an_old_schema_rebuilds_from_the_transcripts(run, corpus: Path, home: Path) -> None:
+    home.mkdir(parents=True)
+    old = sqlite3.connect(home / "memex.db")
+    old.execute("CREATE TABLE conversations (id TEXT, body TEXT)")  # a layout from before migrations
+    old.commit()
+    old.close()
+    result = run("index", str(corpus), "--json")
+    assert result.exit_code == 0 and "incompatible schema" in result.stderr and "memex.db.bak" in result.stderr
+    assert json.loads(result.stdout)["sessions"] == 11
+    assert as_json(run("stats", "--json"))["sessions"] == 11
 
 
 def test_reading_before_indexing(run) -> None:
