@@ -214,6 +214,8 @@ def test_stats(run, corpus: Path) -> None:
         (("sessions", "list", "--agent", "cursor"), "Invalid value for '--agent'"),
         (("show",), "Missing argument 'SESSION'"),
         (("show", "zzzz"), "no session matches 'zzzz'"),
+        (("search", "decorators", "--session", "zzzz"), "no session matches 'zzzz'"),
+        (("search", "decorators", "--session", "aaaa"), "matches several sessions"),
         (("sessions", "lst"), "No such command 'lst'"),
         (("--bogus",), "No such option '--bogus'"),
     ],

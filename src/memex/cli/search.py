@@ -14,6 +14,7 @@ from memex.cli.show import styled_turn_text
 from memex.errors import UserError
 from memex.search.lexical import lexical_search
 from memex.search.mirrors import merge_hits, search_mirrors
+from memex.store.queries import resolve_session
 from memex.textutil import shorten
 
 EXCERPT_CHARS = 400
@@ -31,7 +32,10 @@ def search_command(app: App, query: tuple[str, ...], limit: int, full: bool, as_
     text = " ".join(query).strip()
     if not text:
         raise UserError("the search query is empty")
-    conn, filters = app.db_readonly(), build_filters(**options)
+    conn = app.db_readonly()
+    if options.get("session"):  # one session: a prefix matching none or several is a mistake to report
+        options["session"] = resolve_session(conn, options["session"], options.get("agent"))
+    filters = build_filters(**options)
     results = merge_hits(lexical_search(conn, text, filters, limit), search_mirrors(conn, text, filters, limit), limit)
     if as_json:
         app.emit_json(results)
