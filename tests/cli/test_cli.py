@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
 
-from conftest import CODEX, GEMINI, MISC, SLAY
+from conftest import CODEX, GEMINI, MISC, SLAY, USAGE_ONLY
 from memex.ingest.mirrors import Mirror, content_hash, store_mirror
 from memex.store.db import transaction
 from transcripts import ClaudeSession, simple_turn, text, tool_use
@@ -56,6 +57,19 @@ def test_index_summary(run, corpus: Path) -> None:
     assert summary["bad_lines"] == 0 and summary["turns"] > 0
     again = as_json(run("index", str(corpus), "--json"))
     assert again["files_changed"] == 0 and again["turns"] == 0
+
+
+def test_index_summary_counts_the_turns_it_stored(run, projects: Path) -> None:
+    # Real files: eight Claude Code 2.0 "Warmup" sidechains (not stored) and assistant records holding only
+    # token usage (no turn to store). The summary says what the store received.
+    usage_only = projects / "-home-dev-usage" / "chat.jsonl"
+    usage_only.parent.mkdir()
+    shutil.copy(USAGE_ONLY, usage_only)
+    summary = as_json(run("index", str(projects), "--json"))
+    stats = as_json(run("stats", "--json"))
+    assert summary["turns"] == stats["turns"] == 4
+    shown = as_json(run("show", "session-alpha", "--turns", "--json"))
+    assert shown["turns"] == []
 
 
 def test_index_prints_a_table(run, corpus: Path) -> None:
@@ -164,6 +178,18 @@ def test_search_filters(run, corpus: Path) -> None:
     assert as_json(run("search", "caching", "--limit", "1", "--json"))[0]["session_id"] == SID2
 
 
+def test_search_file_by_absolute_or_relative_path(run, corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run("index", str(corpus))
+    # Stored relative to the project (/home/dev/shop): found by its absolute path from anywhere…
+    for project, expected in (("/home/dev/shop", [SID]), ("/home/dev/blog", [])):
+        hits = as_json(run("search", "parse_config_file", "--file", f"{project}/src/memex/config_loader.py", "--json"))
+        assert [h["session_id"] for h in hits] == expected
+    # …by a path relative to the current folder inside the project, and by its tail.
+    monkeypatch.chdir(corpus)
+    assert as_json(run("search", "parse_config_file", "--file", "memex/config_loader.py", "--json"))
+    assert as_json(run("search", "parse_config_file", "--file", "config_loader.py", "--json"))
+
+
 def test_search_terminal_output(run, corpus: Path) -> None:
     run("index", str(corpus))
     result = run("search", "decorators")
@@ -184,6 +210,14 @@ def test_stats(run, corpus: Path) -> None:
         (("sessions", "list", "--limit", "0"), "Invalid value"),
         (("index", "/definitely/not/here"), "does not exist"),
         (("search", "   "), "query is empty"),
+        (("search", "x", "--pr", "abc"), "is not a valid integer"),
+        (("sessions", "list", "--agent", "cursor"), "Invalid value for '--agent'"),
+        (("show",), "Missing argument 'SESSION'"),
+        (("show", "zzzz"), "no session matches 'zzzz'"),
+        (("search", "decorators", "--session", "zzzz"), "no session matches 'zzzz'"),
+        (("search", "decorators", "--session", "aaaa"), "matches several sessions"),
+        (("sessions", "lst"), "No such command 'lst'"),
+        (("--bogus",), "No such option '--bogus'"),
     ],
 )
 def test_user_errors_exit_non_zero_with_one_line(run, corpus: Path, args, message) -> None:
@@ -191,6 +225,20 @@ def test_user_errors_exit_non_zero_with_one_line(run, corpus: Path, args, messag
     result = run(*args)
     assert result.exit_code == 2
     assert message in result.stderr and "Traceback" not in result.stderr
+    assert result.stderr.startswith("memex: error: ") and result.stderr.count("\n") == 1, result.stderr
+    assert result.stdout == ""
+
+
+def test_index_over_an_old_schema_rebuilds_from_the_transcripts(run, corpus: Path, home: Path) -> None:
+    home.mkdir(parents=True)
+    old = sqlite3.connect(home / "memex.db")
+    old.execute("CREATE TABLE conversations (id TEXT, body TEXT)")  # a layout from before migrations
+    old.commit()
+    old.close()
+    result = run("index", str(corpus), "--json")
+    assert result.exit_code == 0 and "incompatible schema" in result.stderr and "memex.db.bak" in result.stderr
+    assert json.loads(result.stdout)["sessions"] == 11
+    assert as_json(run("stats", "--json"))["sessions"] == 11
 
 
 def test_reading_before_indexing(run) -> None:

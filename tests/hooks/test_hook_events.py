@@ -24,7 +24,7 @@ from hooktools import (
     subagent,
     transcript,
 )
-from transcripts import simple_turn, text, tool_use
+from transcripts import ClaudeSession, simple_turn, text, tool_use
 
 PROMPT = "why does parse_config_file crash when the config file is empty?"
 
@@ -67,6 +67,18 @@ def test_subagent_stop_ingests_the_subagent(corpus, env: Path, run) -> None:
     assert result.returncode == 0 and result.stdout == b""
     hits = json.loads(run("search", "every caller", "--json").stdout)
     assert hits and hits[0]["agent_id"] == "a5" and hits[0]["session_id"] == CURRENT
+
+
+def test_subagent_stop_ingests_a_sidechain_beside_the_session(corpus, env: Path, run) -> None:
+    """Claude Code 2.0 wrote sidechains as `agent-<id>.jsonl` beside the session, with the parent's id."""
+    current = corpus["current"]
+    sidechain = ClaudeSession(current.path.with_name("agent-b7c8d9e.jsonl"), CURRENT, current.cwd, "b7c8d9e")
+    simple_turn(sidechain, "find the flaky retry_backoff test", "tests/test_retry.py sleeps on a real clock.")
+    event = {**stop_event(current, "SubagentStop"), "agent_id": "b7c8d9e", "agent_transcript_path": str(sidechain.path)}
+    assert hook("SubagentStop", event).returncode == 0
+    hits = json.loads(run("search", "retry_backoff", "--json").stdout)
+    assert [(h["session_id"], h["agent_id"]) for h in hits] == [(CURRENT, "b7c8d9e")]
+    assert runs(env)[-1]["files"] == 1
 
 
 def test_stop_without_a_database_creates_it(env: Path, tmp_path: Path) -> None:

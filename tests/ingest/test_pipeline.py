@@ -13,7 +13,7 @@ from memex.ingest.indexer import discover, index_transcripts, session_transcript
 from memex.ingest.pipeline import ingest_transcript
 from memex.sources import claude
 from memex.store.db import connect
-from transcripts import ClaudeSession, simple_turn, text
+from transcripts import ClaudeSession, simple_turn, text, tool_use
 
 SID = "11111111-2222-3333-4444-555555555555"
 
@@ -255,3 +255,30 @@ def test_snapshot_only_session_has_no_turns(conn, config: Config) -> None:
     report = ingest_transcript(conn, config, claude.classify(MISC / "medium-conversation.jsonl"))
     assert report.lines == 23 and report.turns == 0
     assert conn.execute("SELECT title FROM sessions").fetchone()[0]  # its summary line names it
+
+
+def test_file_signals_are_stored_relative_to_the_project(conn, config: Config, tmp_path: Path) -> None:
+    session = ClaudeSession(tmp_path / f"{SID}.jsonl", SID, cwd="/home/dev/shop")
+    session.write(session.snapshot("/home/dev/shop/src/cart.py", "README.md"))
+    session.write(session.prompt("tidy @docs/guide.md and the cart"))
+    session.write(
+        session.assistant(
+            tool_use("t1", "MultiEdit", file_path="/home/dev/shop/src/cart.py", edits=[{"old_string": "a"}]),
+            tool_use("t2", "NotebookEdit", notebook_path="/home/dev/shop/nb/explore.ipynb", new_source="x"),
+            tool_use("t3", "Glob", pattern="**/*.py", path="/home/dev/shop/tests"),
+            tool_use("t4", "Read", file_path="/etc/hosts"),
+        )
+    )
+    ingest_transcript(conn, config, claude.classify(session.path))
+    mentions = {tuple(r) for r in conn.execute("SELECT file_path, tool_name FROM file_mentions")}
+    assert mentions == {
+        ("src/cart.py", "file_history_snapshot"),
+        ("README.md", "file_history_snapshot"),
+        ("docs/guide.md", "at_mention"),
+        ("src/cart.py", "MultiEdit"),
+        ("nb/explore.ipynb", "NotebookEdit"),
+        ("tests", "Glob"),
+        ("/etc/hosts", "Read"),
+    }
+    kinds = [tuple(r) for r in conn.execute("SELECT entry_type, kind FROM entries ORDER BY line_index")]
+    assert kinds[0] == ("file-history-snapshot", "file_snapshot")

@@ -29,14 +29,40 @@ class Failure(click.ClickException):
         click.echo(f"memex: error: {self.format_message()}", err=True)
 
 
+class UsageFailure(click.UsageError):
+    """A mistyped command line as one line on stderr (click's default adds the usage and a hint line)."""
+
+    def show(self, file: Any = None) -> None:
+        where = f" (see '{self.ctx.command_path} --help')" if self.ctx is not None else ""
+        click.echo(f"memex: error: {self.format_message()}{where}", err=True)
+
+
+# `memex` or `memex sessions` alone print their help (click raises it as a usage error).
+_HELP_ERROR = getattr(click.exceptions, "NoArgsIsHelpError", ())  # click >= 8.2
+
+
+def _one_line(error: click.UsageError) -> click.UsageError:
+    if isinstance(error, (UsageFailure, _HELP_ERROR)):
+        return error
+    return UsageFailure(error.format_message(), error.ctx)
+
+
 class MemexGroup(click.Group):
-    """A click group that turns memex's own errors into one clear line instead of a traceback."""
+    """A click group that turns memex's own errors, and command-line mistakes, into one clear line."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as error:
+            raise _one_line(error) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except MemexError as error:
             raise Failure(error) from None
+        except click.UsageError as error:
+            raise _one_line(error) from None
 
 
 @click.group(cls=MemexGroup, context_settings={"help_option_names": ["-h", "--help"]})

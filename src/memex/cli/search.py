@@ -13,6 +13,7 @@ from memex.cli.render import project_name, short_time, subagent_label
 from memex.cli.show import styled_turn_text
 from memex.errors import UserError
 from memex.search.hybrid import LEVELS, MODES, hybrid_search
+from memex.store.queries import resolve_session
 from memex.textutil import shorten
 
 EXCERPT_CHARS = 400
@@ -55,7 +56,10 @@ def search_command(
     text = " ".join(query).strip()
     if not text:
         raise UserError("the search query is empty")
-    conn, filters = app.db_readonly(), build_filters(**options)
+    conn = app.db_readonly()
+    if options.get("session"):  # one session: a prefix matching none or several is a mistake to report
+        options["session"] = resolve_session(conn, options["session"], options.get("agent"))
+    filters = build_filters(**options)
     outcome = hybrid_search(conn, app.config, text, filters, limit, mode, level, per_session)
     results = outcome.results
     if as_json:

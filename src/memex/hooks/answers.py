@@ -22,6 +22,7 @@ from memex.hooks.render import (
 )
 from memex.search.recall import recall
 from memex.store.db import connect
+from memex.store.queries import path_suffixes
 
 # Tools whose file mention means the turn changed the file: listed first in a file's history.
 CHANGING_TOOLS = {"Edit", "MultiEdit", "Write", "NotebookEdit", "file_history_snapshot"}
@@ -105,16 +106,10 @@ def compacted_answer(conn: sqlite3.Connection, config: Config, session: sqlite3.
     return text, len(turns)
 
 
-def _candidate_paths(path: str) -> list[str]:
-    """How `file_mentions` may hold absolute `path`: as is, or relative to any folder above it."""
-    parts = Path(path).parts
-    return [path, *("/".join(parts[i:]) for i in range(2, len(parts)))]
-
-
 def file_history(conn: sqlite3.Connection, path: str, session_id: str | None, limit: int) -> list[dict[str, Any]]:
     """Turns of other sessions that touched the file at absolute `path`: changes first, then newest first,
     one turn per session."""
-    forms = _candidate_paths(path)
+    forms = path_suffixes(path)
     marks = ",".join("?" * len(forms))
     rows = conn.execute(
         "SELECT fm.file_path, fm.tool_name, t.id, t.session_id, t.agent_id, t.prompt_text, t.started_at, "

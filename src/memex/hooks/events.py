@@ -138,6 +138,19 @@ def _hand_off(hook: Hook, session_path: Path, paths: list[Path]) -> bool:
     return True
 
 
+def _named_sidechain(hook: Hook, known: list[Any]) -> list[Any]:
+    """The subagent transcript a SubagentStop names when it lies outside `<session>/subagents/` (Claude Code
+    2.0 wrote sidechains as `agent-<id>.jsonl` beside the sessions)."""
+    from memex.sources import claude
+
+    agent_path = hook.text("agent_transcript_path")
+    if agent_path is None or not Path(agent_path).expanduser().is_file():
+        return []
+    paths = {t.path.resolve() for t in known}
+    found = claude.discover([Path(agent_path).expanduser()])
+    return [t for t in found if t.subagent_id and t.path.resolve() not in paths]
+
+
 def ingest_session(hook: Hook, with_subagents: bool = True, busy_timeout_ms: int | None = None) -> bool:
     """Bring the store up to date with the hook's session (inline, or handed off when large); True if inline."""
     # The adapter directly, not `ingest.indexer.session_transcripts`: the indexer module loads the
@@ -152,6 +165,7 @@ def ingest_session(hook: Hook, with_subagents: bool = True, busy_timeout_ms: int
     transcripts = claude.discover([path])
     if with_subagents:
         transcripts += claude.subagent_transcripts(path)
+        transcripts += _named_sidechain(hook, transcripts)
     config = hook.config
     conn = hook.store(write=True, busy_timeout_ms=busy_timeout_ms)
     pending = [(t, n) for t in transcripts if (n := _pending_bytes(conn, t)) is not None]

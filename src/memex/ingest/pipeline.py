@@ -183,6 +183,11 @@ class PreparedTurn:
     files: list[tuple[str, str]]
 
 
+def _worth_storing(prepared: PreparedTurn) -> bool:
+    """False for a warm-up run and for a turn with nothing to show (usage-only assistant records)."""
+    return not _is_warmup(prepared.turn) and bool(prepared.full_text or prepared.summary or prepared.files)
+
+
 def prepare_turns(
     turns: list[Turn], project_dir: str | None, max_tokens: int, overlap_tokens: int
 ) -> list[PreparedTurn]:
@@ -197,11 +202,14 @@ def prepare_turns(
     return prepared
 
 
-def _write_turns(conn: sqlite3.Connection, session_id: str, turns: list[PreparedTurn]) -> None:
+def _write_turns(conn: sqlite3.Connection, session_id: str, turns: list[PreparedTurn]) -> int:
+    """Store the turns worth storing, with their chunks and file mentions; returns how many were stored."""
+    written = 0
     for prepared in turns:
         turn = prepared.turn
-        if _is_warmup(turn):
+        if not _worth_storing(prepared):
             continue
+        written += 1
         turn_id = conn.execute(
             "INSERT INTO turns (session_id, agent_id, line_index, end_line_index, kind, is_sidechain, "
             "provisional, prompt_text, full_text, tool_summary, started_at, ended_at) "
@@ -229,6 +237,7 @@ def _write_turns(conn: sqlite3.Connection, session_id: str, turns: list[Prepared
             "INSERT INTO file_mentions (turn_id, session_id, file_path, tool_name) VALUES (?, ?, ?, ?)",
             [(turn_id, session_id, path, tool) for path, tool in prepared.files],
         )
+    return written
 
 
 # --- one transcript: plan (read the state), parse (read the file), write (one transaction) -----------
@@ -406,11 +415,10 @@ def write_stream(conn: sqlite3.Connection, config: Config, plan: Plan, parsed: P
         turns = prepare_turns(
             [t.turn for t in turns], project_dir, config.chunk_max_tokens, config.chunk_overlap_tokens
         )
-    _write_turns(conn, session_id, turns)
+    report.turns = _write_turns(conn, session_id, turns)
     if agent_id:
         facts.title = None  # a subagent's prompt is not its session's title
     _write_session_facts(conn, session_id, facts, from_main_start=not agent_id and parsed.start_line == 0)
-    report.turns = len(turns)
     report.bytes_read = parsed.end_offset - parsed.start_offset
     state = plan.state
     state.last_line_index, state.last_offset = parsed.next_line, parsed.end_offset

@@ -69,10 +69,9 @@ class Filters:
         if not self.include_subagents:
             clauses.append(f"{t}.agent_id = ''")
         if self.file:
-            forms = file_forms(self.file)
-            alternatives = " OR ".join(["fm.file_path = ?"] * len(forms) + ["fm.file_path LIKE ? ESCAPE '\\'"])
-            clauses.append(f"{t}.id IN (SELECT fm.turn_id FROM file_mentions fm WHERE {alternatives})")
-            params += [*forms, "%/" + _like_escape(forms[-1])]
+            clause, values = _file_clause(self.file, t)
+            clauses.append(clause)
+            params += values
         return clauses, params
 
     def mirror_clauses(self, m: str = "m") -> tuple[list[str], list[Any]] | None:
@@ -105,16 +104,30 @@ def _like_escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def file_forms(path: str) -> list[str]:
-    """Ways a file may be stored in `file_mentions`: as given, and relative to the current folder."""
-    forms = [path.rstrip("/")]
-    if os.path.isabs(path):
-        cwd = os.getcwd()
-        if path.startswith(cwd + os.sep):
-            forms.append(path[len(cwd) + 1 :])
-    else:
-        forms.append(os.path.normpath(path))
-    return list(dict.fromkeys(forms))
+def path_suffixes(path: str) -> list[str]:
+    """How `file_mentions` may hold absolute `path`: as is, or relative to any folder above it."""
+    parts = Path(path).parts
+    return [path, *("/".join(parts[i:]) for i in range(2, len(parts)))]
+
+
+def _file_clause(path: str, t: str) -> tuple[str, list[Any]]:
+    """Turns (aliased `t`) that touched `path`.
+
+    A path as written matches a mention stored that way or ending with it (`cart.py` finds `src/cart.py`);
+    its absolute form (relative paths are read from the current folder) also matches a mention stored
+    relative to its session's project folder, which is how paths inside a project are kept.
+    """
+    written = os.path.normpath(path.strip()).removeprefix("./")
+    absolute = os.path.abspath(os.path.expanduser(path.strip()))
+    suffixes = path_suffixes(absolute)
+    marks = ",".join("?" * len(suffixes))
+    sql = (
+        f"{t}.id IN (SELECT fm.turn_id FROM file_mentions fm WHERE fm.file_path IN (?, ?) "
+        "OR fm.file_path LIKE ? ESCAPE '\\' "
+        "UNION SELECT fm.turn_id FROM file_mentions fm JOIN sessions ps ON ps.session_id = fm.session_id "
+        f"WHERE fm.file_path IN ({marks}) AND rtrim(ps.project_dir, '/') || '/' || fm.file_path = ?)"
+    )
+    return sql, [written, absolute, "%/" + _like_escape(written.lstrip("/")), *suffixes, absolute]
 
 
 def where(clauses: list[str]) -> str:
