@@ -1,4 +1,4 @@
-"""Search over mirrors, and the merge of mirror hits with turn hits: one result per session found.
+"""Search over mirrors: BM25 over their title and conversation, and the result rows of mirror hits.
 
 A session indexed here is found through its turns; its mirror hit only strengthens its best turn. A session
 known only by its mirror (another computer's) is a hit of its own, with an excerpt of its conversation.
@@ -120,26 +120,3 @@ def mirror_hits(conn: sqlite3.Connection, mirror_ids: list[int], query: str) -> 
         )
     return hits
 
-
-def merge_hits(turn_hits: list[dict[str, Any]], mirror_hits: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
-    """Turn and mirror hits fused by reciprocal rank, one place per session for its mirror.
-
-    A mirror hit of a session that has turn hits adds its weight to that session's best turn hit; a mirror
-    hit of a session without any is a result of its own.
-    """
-    fused: list[tuple[float, int, dict[str, Any]]] = []
-    best_turn: dict[str, int] = {}
-    for rank, hit in enumerate(turn_hits, 1):
-        hit = {**hit, "source": "turn"}
-        best_turn.setdefault(hit["session_id"], len(fused))
-        fused.append((1 / (RRF_K + rank), len(fused), hit))
-    for rank, hit in enumerate(mirror_hits, 1):
-        weight = 1 / (RRF_K + rank)
-        position = best_turn.get(hit["session_id"])
-        if position is not None:
-            score, order, turn = fused[position]
-            fused[position] = (score + weight, order, turn)
-        else:
-            fused.append((weight, len(fused), hit))
-    fused.sort(key=lambda item: (-item[0], item[1]))
-    return [hit for _, _, hit in fused[:limit]]
