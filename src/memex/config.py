@@ -88,11 +88,10 @@ class Config:
     # 1 of one list weighs about as much as rank 1 of another) and the nearest neighbours taken per level.
     search_rrf_k: int = 60
     search_vector_candidates: int = 100
-    # Relevance floor for a hit found only by meaning (no query word in it): its cosine must reach this
-    # (in thousandths; e5 puts unrelated English text at ~0.70–0.75 and paraphrases above ~0.80) and lie
-    # within `search_semantic_margin` of the best hit's.
-    search_semantic_floor: int = 780
-    search_semantic_margin: int = 60
+    # Relevance floor for a hit found only by meaning (no query word in it): its cosine must beat the
+    # query's best cosine to a few content-free turns ("ok" / "Done.", memex.search.anchors) by this much
+    # (thousandths). e5 puts unrelated texts within ~0.02 of those anchors and real matches 0.04+ above.
+    search_semantic_margin: int = 25
     # Above this many vectors of one level, search first ranks by 1-bit codes (Hamming distance over
     # 48 bytes per vector), then re-ranks the best `search_rerank_factor` × k by exact cosine: 10× less
     # memory traffic than the float matrix at a loss of recall measured in bench/search.py.
@@ -169,8 +168,9 @@ class Config:
 
     @property
     def model_version(self) -> str:
-        """What a vector depends on: the model, the chunking, and the text recipes."""
-        return f"{self.embed_model}:c{self.chunk_max_tokens}o{self.chunk_overlap_tokens}:t{EMBED_TEXT_VERSION}"
+        """What a vector depends on: the model, the chunking, and the text recipes with their bounds."""
+        bounds = f"{self.embed_chunk_max_chars}-{self.embed_turn_max_chars}-{self.embed_session_max_chars}"
+        return f"{self.embed_model}:c{self.chunk_max_tokens}o{self.chunk_overlap_tokens}:t{EMBED_TEXT_VERSION}-{bounds}"
 
     @property
     def db_path(self) -> Path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from memex.cli.app import App
@@ -22,6 +23,7 @@ def stats_command(app: App, as_json: bool) -> None:
     table = Table(title="memex stats", show_header=False, box=None)
     table.add_column(style="bold")
     table.add_column(justify="right")
+    errors = stats.pop("embed_errors")
     for key, value in stats.items():
         if key == "database_bytes":
             value = f"{value / 1_048_576:.1f} MiB"
@@ -29,3 +31,9 @@ def stats_command(app: App, as_json: bool) -> None:
             value = ", ".join(f"{k} {v}" for k, v in value.items()) or "—"
         table.add_row(key.replace("_", " "), str(value))
     app.out.print(table)
+    for error in errors:
+        app.out.print(
+            f"[red]embedding failed[/] ({error['status']}, {error['attempts']} attempts) {error['level']} "
+            f"{error['owner_id']}: {escape(str(error['last_error']))}",
+            markup=True,
+        )

@@ -101,24 +101,6 @@ def pending_count(conn: sqlite3.Connection) -> int:
     return conn.execute("SELECT count(*) FROM embed_jobs WHERE status = 'pending'").fetchone()[0]
 
 
-def queue_status(conn: sqlite3.Connection) -> dict[str, dict[str, int]]:
-    """Job counts by status and level."""
-    counts: dict[str, dict[str, int]] = {}
-    for row in conn.execute("SELECT status, level, count(*) FROM embed_jobs GROUP BY status, level"):
-        counts.setdefault(row[0], {})[row[1]] = row[2]
-    return counts
-
-
-def recent_errors(conn: sqlite3.Connection, limit: int = 5) -> list[dict[str, object]]:
-    """The last failures (level, owner, attempts, message), newest first."""
-    rows = conn.execute(
-        "SELECT level, owner_id, status, attempts, last_error, updated_at FROM embed_jobs "
-        "WHERE last_error IS NOT NULL ORDER BY updated_at DESC LIMIT ?",
-        (limit,),
-    )
-    return [dict(r) for r in rows]
-
-
 def _next_batch(conn: sqlite3.Connection, size: int, now: str) -> list[sqlite3.Row]:
     for level in LEVELS:
         rows = conn.execute(

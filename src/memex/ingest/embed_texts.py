@@ -13,10 +13,12 @@ import re
 import sqlite3
 from collections.abc import Iterable
 from pathlib import PurePath
+from typing import Any
 
 import orjson
 
 from memex.config import Config
+from memex.textutil import estimate_tokens
 
 LEVELS = ("session", "turn", "chunk")  # coarse to fine; also the order the worker drains them in
 # A run without whitespace longer than this (base64, a minified line, a hash) keeps only its start.
@@ -26,6 +28,8 @@ _SPACES = re.compile(r"[ \t\r\f\v]+")
 # Parts of a session summary, each cut to this many characters before the whole is bounded.
 SUMMARY_PART_CHARS = 300
 SUMMARY_FILES = 8
+# The outcome is the last assistant message of at least this many tokens.
+MIN_OUTCOME_TOKENS = 8
 
 
 def text_hash(text: str) -> str:
@@ -63,10 +67,14 @@ def turn_embed_text(full_text: str, tool_summary: str, config: Config) -> str:
     return f"{body}\n{summary}".strip()
 
 
-def _first_and_last(conversation: str, spans: list[list[object]]) -> tuple[str, str]:
-    """The first user message and the last assistant message of a mirror."""
-    first = next((conversation[s[1] : s[2]] for s in spans if s[0] == "user"), "")  # type: ignore[misc]
-    last = next((conversation[s[1] : s[2]] for s in reversed(spans) if s[0] == "assistant"), "")  # type: ignore[misc]
+def _first_and_last(conversation: str, spans: list[list[Any]]) -> tuple[str, str]:
+    """The first user message and the last substantial assistant message of a mirror (a closing "You're
+    welcome." concludes nothing)."""
+    first = next((conversation[s[1] : s[2]] for s in spans if s[0] == "user"), "")
+    answers = [conversation[s[1] : s[2]] for s in spans if s[0] == "assistant"]
+    last = next(
+        (a for a in reversed(answers) if estimate_tokens(a) >= MIN_OUTCOME_TOKENS), answers[-1] if answers else ""
+    )
     return first, last
 
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from memex.config import Config
 from memex.embed.model import Embedder, EmbedderUnavailable, load_embedder
+from memex.search.anchors import semantic_floor
 from memex.search.lexical import chunk_texts, search_chunks
 from memex.search.mirrors import excerpt, mirror_hits, search_mirrors
 from memex.search.vector import Neighbour, vector_index
@@ -103,12 +104,11 @@ def _semantic_lists(
     conn: sqlite3.Connection,
     config: Config,
     embedder: Embedder,
-    query: str,
+    vector: np.ndarray,
     filters: Filters,
     levels: list[str],
     limit: int,
 ) -> dict[str, list[Neighbour]]:
-    vector = embedder.embed_queries([query])[0]
     wanted = max(config.search_vector_candidates, limit * 3)
     lists = {}
     for level in levels:
@@ -185,13 +185,9 @@ class _Fusion:
         return sorted(results, key=lambda c: -c.score)
 
 
-def _passes_floor(candidate: _Candidate, config: Config, best_cosine: float) -> bool:
-    """A hit found lexically always passes; one found only by meaning needs a high, near-best cosine."""
-    if candidate.lexical:
-        return True
-    floor = config.search_semantic_floor / 1000
-    margin = config.search_semantic_margin / 1000
-    return candidate.best_cosine >= floor and candidate.best_cosine >= best_cosine - margin
+def _passes_floor(candidate: _Candidate, floor: float) -> bool:
+    """A hit found lexically always passes; one found only by meaning must reach the query's floor."""
+    return candidate.lexical or candidate.best_cosine >= floor
 
 
 def hybrid_search(
@@ -210,6 +206,7 @@ def hybrid_search(
     notes: list[str] = []
     weights = {lvl: CASCADE_WEIGHTS[i] for i, lvl in enumerate(levels)}
     fusion = _Fusion(config.search_rrf_k)
+    floor = 0.0
     wanted = limit * max(per_session, 1) * 3
     if mode in ("hybrid", "semantic"):
         try:
@@ -231,7 +228,9 @@ def hybrid_search(
                 )
     if mode in ("hybrid", "semantic"):
         assert embedder is not None
-        lists = _semantic_lists(conn, config, embedder, query, filters, levels, wanted)
+        vector = embedder.embed_queries([query])[0]
+        floor = semantic_floor(config, embedder, vector)
+        lists = _semantic_lists(conn, config, embedder, vector, filters, levels, wanted)
         if not any(lists.values()):
             notes.append("no vectors yet (run `memex embed`); nothing found by meaning")
         chunk_turn = _chunk_turns(conn, [n.owner_id for n in lists.get("chunk", [])])
@@ -270,11 +269,10 @@ def hybrid_search(
     local = _local_sessions(conn, list(fusion.sessions))
     standalone = set(fusion.sessions) if levels[0] == "session" else set(fusion.sessions) - local
     ranked = fusion.fused(standalone)
-    best_cosine = max((c.best_cosine for c in ranked), default=0.0)
     chosen: list[_Candidate] = []
     per: dict[str, int] = {}
     for candidate in ranked:
-        if per.get(candidate.session_id, 0) >= per_session or not _passes_floor(candidate, config, best_cosine):
+        if per.get(candidate.session_id, 0) >= per_session or not _passes_floor(candidate, floor):
             continue
         per[candidate.session_id] = per.get(candidate.session_id, 0) + 1
         chosen.append(candidate)

@@ -12,6 +12,25 @@ from memex.textutil import fts_text, has_cjk
 
 # Candidate chunks fetched per wanted turn: several chunks of one turn can match.
 CANDIDATES_PER_RESULT = 5
+# Words too common to find anything by (English, French, German, Spanish): left out of an any-word
+# query, and of what a prompt is recalled by.
+STOPWORDS = set(
+    """a about above after again against all am an and any are aren't as at be because been before being
+        below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't
+        down during each few for from further had hadn't has hasn't have haven't having he her here hers
+        herself him himself his how i i'd i'll i'm i've if in into is isn't it it's its itself let's me more
+        most my myself no nor not of off on once only or other ought our ours ourselves out over own same
+        she should shouldn't so some such than that that's the their theirs them themselves then there
+        there's these they this those through to too under until up very was wasn't we we're were weren't
+        what what's when where which while who whom why why's with won't would wouldn't you you're your
+        yours yourself yourselves please could would will shall may might must also just now hey hi hello
+        thanks thank okay ok yes yeah want need like get got make made let lets use using used way thing
+        things something anything know think see look tell show give take try help able sure really actually
+        maybe still even already again well much many le la les un une des du de et est en que qui dans pour
+        pas sur au aux ce cette il elle je tu nous vous ils mais ou donc ne se sa son ses avec par plus
+        comment pourquoi der die das ein eine und ist nicht zu den dem mit von auf für im ich du wir sie es
+        wie was warum el los las una unos y es en que por para con no se lo como qué del al""".split()  # noqa: SIM905 - a word list reads better as text
+)
 _EDGE_PUNCTUATION = "\"'`()[]{}<>,;:!?"
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff]+")
 
@@ -37,7 +56,10 @@ def fts_query(query: str, match_all: bool = True) -> str | None:
     runs are split into overlapping character pairs so a sentence still finds its words.
     """
     terms: list[str] = []
-    for word in _words(query):
+    words = _words(query)
+    if not match_all:  # any word may match: the common ones would match everything
+        words = [w for w in words if w.lower() not in STOPWORDS] or words
+    for word in words:
         if match_all or not has_cjk(word):
             terms.append(_phrase(fts_text(word) or word))
             continue

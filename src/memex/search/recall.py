@@ -15,7 +15,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from memex.search.lexical import _CJK_RUN, search_chunks
+from memex.search.lexical import _CJK_RUN, STOPWORDS, search_chunks
 from memex.store.queries import Filters, turns_by_ids
 from memex.textutil import has_cjk, strip_system_reminders
 
@@ -24,23 +24,6 @@ CANDIDATES_PER_HIT = 4
 # Text of a candidate turn checked for the prompt's words (a turn's text can be 200,000 characters).
 COVERAGE_TEXT_CHARS = 40_000
 
-_STOPWORDS = set(
-    """a about above after again against all am an and any are aren't as at be because been before being
-        below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't
-        down during each few for from further had hadn't has hasn't have haven't having he her here hers
-        herself him himself his how i i'd i'll i'm i've if in into is isn't it it's its itself let's me more
-        most my myself no nor not of off on once only or other ought our ours ourselves out over own same
-        she should shouldn't so some such than that that's the their theirs them themselves then there
-        there's these they this those through to too under until up very was wasn't we we're were weren't
-        what what's when where which while who whom why why's with won't would wouldn't you you're your
-        yours yourself yourselves please could would will shall may might must also just now hey hi hello
-        thanks thank okay ok yes yeah want need like get got make made let lets use using used way thing
-        things something anything know think see look tell show give take try help able sure really actually
-        maybe still even already again well much many le la les un une des du de et est en que qui dans pour
-        pas sur au aux ce cette il elle je tu nous vous ils mais ou donc ne se sa son ses avec par plus
-        comment pourquoi der die das ein eine und ist nicht zu den dem mit von auf für im ich du wir sie es
-        wie was warum el los las una unos y es en que por para con no se lo como qué del al""".split()  # noqa: SIM905 - a word list reads better as text
-)
 _EDGE = "\"'`()[]{}<>,;:!?.*#@"
 # FTS5's unicode61 tokenizer: letters and digits make tokens; everything else (including `_`) separates.
 _FTS_TOKEN = re.compile(r"[^\W_]+")
@@ -87,13 +70,13 @@ def query_terms(prompt: str, max_terms: int) -> list[str]:
                 if _CJK_RUN.fullmatch(piece):
                     pairs = [piece] if len(piece) <= 2 else [piece[i : i + 2] for i in range(len(piece) - 1)]
                     words.extend(pairs)
-                elif piece.lower() not in _STOPWORDS and len(piece) > 1:
+                elif piece.lower() not in STOPWORDS and len(piece) > 1:
                     words.append(piece.lower())
             continue
         folded = word.lower()
         if _is_identifier(word):
             identifiers.append(folded)
-        elif folded not in _STOPWORDS and len(folded) > 1:
+        elif folded not in STOPWORDS and len(folded) > 1:
             words.append(folded)
     return list(dict.fromkeys(identifiers + words))[:max_terms]
 

@@ -263,4 +263,17 @@ def statistics(conn: sqlite3.Connection, db_path: Path) -> dict[str, Any]:
         "mirrors": count("SELECT count(*) FROM mirrors"),
         "bad_lines": count("SELECT coalesce(sum(bad_lines), 0) FROM sessions")
         + count("SELECT coalesce(sum(bad_lines), 0) FROM subagent_sessions"),
+        "vectors_by_level": {
+            r[0]: r[1] for r in conn.execute("SELECT level, count(*) FROM vectors GROUP BY level ORDER BY level")
+        },
+        "embed_jobs": {
+            r[0]: r[1] for r in conn.execute("SELECT status, count(*) FROM embed_jobs GROUP BY status ORDER BY status")
+        },
+        "embed_errors": [
+            dict(r)
+            for r in conn.execute(
+                "SELECT level, owner_id, status, attempts, last_error, updated_at FROM embed_jobs "
+                "WHERE last_error IS NOT NULL ORDER BY updated_at DESC LIMIT 5"
+            )
+        ],
     }

@@ -1,0 +1,105 @@
+"""Hybrid search: meaning finds what words miss, levels cascade by intent, one result per session, the
+relevance floor, and the score parts in --json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memex.embed.worker import drain, worker_lock
+from memex.ingest.indexer import discover, index_transcripts
+from memex.search.hybrid import hybrid_search, is_coarse, level_order
+from memex.store.queries import Filters
+from transcripts import ClaudeSession, simple_turn
+
+POOL = "集成测试一直卡住，查了半天，原来是数据库连接池耗尽了。把连接池调大到 50 就好了。"
+
+
+@pytest.fixture
+def store(conn, config, tmp_path: Path):
+    """Three sessions: a Chinese one about an exhausted connection pool, and two unrelated ones."""
+    root = tmp_path / "projects" / "-home-dev-shop"
+    pool = ClaudeSession(root / "pool.jsonl", "aaaa0000-pool", cwd="/home/dev/shop")
+    simple_turn(pool, POOL, "已将连接池大小调整为 50，测试不再卡住。")
+    simple_turn(pool, "好的，谢谢", "不客气。")
+    css = ClaudeSession(root / "css.jsonl", "bbbb0000-css", cwd="/home/dev/shop")
+    simple_turn(css, "The sidebar overlaps the footer on narrow screens", "Switched the layout to CSS grid.")
+    simple_turn(css, "Also make the header sticky", "Added position: sticky to the header.")
+    simple_turn(css, "And the footer links wrap badly", "Added flex-wrap to the footer links.")
+    simple_turn(css, "ok", "Done.")
+    recipes = ClaudeSession(root / "recipes.jsonl", "cccc0000-recipes", cwd="/home/dev/kitchen")
+    simple_turn(recipes, "Write a parser for recipe ingredient lists", "Added parse_ingredients in recipes/parse.py.")
+    simple_turn(recipes, "thanks", "You're welcome.")
+    index_transcripts(conn, config, discover({"claude": [root.parent]}))
+    with worker_lock(config.home):
+        drain(conn, config)
+    return conn
+
+
+QUESTION = "integration tests hang because the database connection pool is exhausted"
+
+
+def test_meaning_finds_a_paraphrase_in_another_language_that_words_miss(store, config) -> None:
+    lexical = hybrid_search(store, config, QUESTION, Filters(), mode="lexical").results
+    assert all(hit["session_id"] != "aaaa0000-pool" for hit in lexical)
+    semantic = hybrid_search(store, config, QUESTION, Filters(), mode="semantic").results
+    hybrid = hybrid_search(store, config, QUESTION, Filters()).results
+    assert semantic[0]["session_id"] == "aaaa0000-pool" and hybrid[0]["session_id"] == "aaaa0000-pool"
+    assert hybrid[0]["source"] == "turn" and "连接池" in hybrid[0]["full_text"]
+    parts = hybrid[0]["explain"]
+    assert {"chunk", "turn"} <= set(parts) and parts["chunk"]["cosine"] > 0.8 and "lexical" not in parts
+
+
+def test_the_relevance_floor_keeps_unrelated_sessions_out(store, config) -> None:
+    hits = hybrid_search(store, config, QUESTION, Filters(), mode="semantic").results
+    assert "cccc0000-recipes" not in {h["session_id"] for h in hits}
+    nothing = hybrid_search(store, config, "quarterly tax filing deadline for freelancers", Filters(), mode="semantic")
+    assert nothing.results == []
+
+
+def test_results_are_one_per_session_unless_asked(store, config) -> None:
+    query = "footer header sidebar layout"
+    one = hybrid_search(store, config, query, Filters(), limit=10).results
+    assert len([h for h in one if h["session_id"] == "bbbb0000-css"]) == 1
+    several = hybrid_search(store, config, query, Filters(), limit=10, per_session=3).results
+    assert len([h for h in several if h["session_id"] == "bbbb0000-css"]) == 3
+
+
+def test_filters_apply_to_vector_hits(store, config) -> None:
+    everywhere = hybrid_search(store, config, "recipe ingredient parser", Filters(), mode="semantic").results
+    assert everywhere[0]["session_id"] == "cccc0000-recipes"
+    shop = hybrid_search(store, config, "recipe ingredient parser", Filters(project="shop"), mode="semantic").results
+    assert all(h["project_dir"] == "/home/dev/shop" for h in shop)
+    pool_only = hybrid_search(store, config, QUESTION, Filters(session="aaaa0000"), mode="semantic").results
+    assert {h["session_id"] for h in pool_only} == {"aaaa0000-pool"}
+
+
+def test_cascade_order_follows_the_question() -> None:
+    assert level_order("where is parse_ingredients defined") == ["chunk", "turn", "session"]
+    assert level_order("give me an overview of the layout work") == ["session", "turn", "chunk"]
+    assert level_order("总结一下这周的数据库问题") == ["session", "turn", "chunk"]
+    assert level_order("anything", level="turn") == ["turn"]
+    assert is_coarse("what's the trend in flaky tests over time") and not is_coarse("fix the flaky login test")
+
+
+def test_a_coarse_question_puts_sessions_first(store, config) -> None:
+    outcome = hybrid_search(store, config, "overview of the sidebar and footer layout work", Filters())
+    assert outcome.levels[0] == "session"
+    top = outcome.results[0]
+    assert top["session_id"] == "bbbb0000-css" and top["explain"]["session"]["rank"] == 1
+    chinese = hybrid_search(store, config, "总结一下集成测试卡住的问题", Filters()).results
+    assert chinese[0]["session_id"] == "aaaa0000-pool" and chinese[0]["explain"]["session"]["rank"] == 1
+    only_sessions = hybrid_search(store, config, "page layout fixes", Filters(), level="session").results
+    assert only_sessions and all(set(h["explain"]) <= {"fused", "session", "mirror"} for h in only_sessions)
+
+
+def test_cli_modes_and_json_explain(run, store) -> None:
+    result = run("search", QUESTION, "--json")
+    hits = json.loads(result.stdout)
+    assert hits[0]["session_id"] == "aaaa0000-pool" and "explain" in hits[0]
+    lexical = json.loads(run("search", QUESTION, "--mode", "lexical", "--json").stdout)
+    assert "aaaa0000-pool" not in {h["session_id"] for h in lexical}
+    bad = run("search", QUESTION, "--mode", "psychic")
+    assert bad.exit_code == 2 and len(bad.stderr.strip().splitlines()) == 1
