@@ -8,6 +8,8 @@ import click
 
 from memex import __version__
 from memex.cli.app import App
+from memex.cli.computers import computers_command
+from memex.cli.daemon import daemon_command
 from memex.cli.hooks import hook_command, hooks_group
 from memex.cli.index import index_command
 from memex.cli.search import search_command
@@ -49,6 +51,8 @@ def cli(ctx: click.Context) -> None:
 
 
 for command in (index_command, search_command, sessions_group, show_command, stats_command, hooks_group, hook_command):
+    cli.add_command(command)
+for command in (daemon_command, computers_command):
     cli.add_command(command)
 
 

@@ -24,15 +24,27 @@ EXCERPT_CHARS = 400
 @filter_options("project", "agent", "since", "until", "session", "file", "pr")
 @click.option("--limit", type=click.IntRange(1), default=10, show_default=True)
 @click.option("--full", is_flag=True, help="Print each turn's whole text, not an excerpt.")
+@click.option("--computer", help="Ask this computer's memex daemon instead (its own sessions, turn by turn).")
 @json_option
 @click.pass_obj
-def search_command(app: App, query: tuple[str, ...], limit: int, full: bool, as_json: bool, **options: Any) -> None:
+def search_command(
+    app: App, query: tuple[str, ...], limit: int, full: bool, computer: str | None, as_json: bool, **options: Any
+) -> None:
     """Search past turns and session mirrors for QUERY (words, identifiers, paths; any language)."""
     text = " ".join(query).strip()
     if not text:
         raise UserError("the search query is empty")
-    conn, filters = app.db_readonly(), build_filters(**options)
-    results = merge_hits(lexical_search(conn, text, filters, limit), search_mirrors(conn, text, filters, limit), limit)
+    filters = build_filters(**options)
+    if computer:
+        from memex.sync.remote import remote_search
+
+        conn = app.db_readonly() if app.config.db_path.exists() else None
+        results = remote_search(app.config, computer, conn, text, filters, limit)
+    else:
+        conn = app.db_readonly()
+        results = merge_hits(
+            lexical_search(conn, text, filters, limit), search_mirrors(conn, text, filters, limit), limit
+        )
     if as_json:
         app.emit_json(results)
         return
@@ -51,6 +63,8 @@ def search_command(app: App, query: tuple[str, ...], limit: int, full: bool, as_
         if hit["source"] == "mirror":
             where = "" if hit["computer"] == app.config.computer else f" from {hit['computer']}"
             head.append(f" [conversation{where}]", style="yellow")
+        elif hit.get("computer") and hit["computer"] != app.config.computer:
+            head.append(f" [on {hit['computer']}]", style="yellow")
         out.print(head)
         if hit["title"]:
             out.print(Text("   " + shorten(hit["title"], 100), style="bold"))

@@ -178,8 +178,13 @@ def refresh(hook: Hook) -> None:
 
 
 def on_stop(hook: Hook) -> str:
-    """Stop / SubagentStop: ingest the session (and its subagents). Prints nothing, ever."""
+    """Stop / SubagentStop: ingest the session (and its subagents); at Stop, tell a running memex daemon
+    that the session stopped (it publishes the session's mirror). Prints nothing, ever."""
     ingest_session(hook)
+    if hook.event == "Stop" and hook.session_id:
+        from memex.sync.signals import notify_stop
+
+        notify_stop(hook.config.home, hook.session_id, hook.text("transcript_path"))
     return ""
 
 

@@ -1,0 +1,69 @@
+"""`memex daemon`: the foreground process that watches, ingests, shares mirrors and serves the API."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from types import FrameType
+
+import click
+
+from memex.cli.app import App
+from memex.sync.daemon import Daemon
+from memex.sync.token import token_path
+
+
+@click.command("daemon")
+@click.option("--once", is_flag=True, help="One pass (index, publish, receive what waits) and exit.")
+@click.option("--no-api", is_flag=True, help="Do not serve the HTTP API.")
+@click.option("-v", "--verbose", is_flag=True, help="Log every pass and API request.")
+@click.pass_obj
+def daemon_command(app: App, once: bool, no_api: bool, verbose: bool) -> None:
+    """Run the memex daemon in the foreground (a systemd user unit or a launchd agent keeps it running).
+
+    It indexes what changed since it last ran, then watches the agents' transcript folders, publishes
+    each session's mirror (redacted) when the session closes, receives other computers' mirrors, and
+    serves the HTTP API other computers use for `--computer` and `--raw`. Stop it with Ctrl-C.
+    """
+    _configure_logging(app, verbose)
+    config = app.config
+    daemon = Daemon(config, serve_api=not no_api)
+    stopping = False
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        nonlocal stopping
+        stopping = True
+
+    try:
+        daemon.start()
+        shared = f"Redis {config.redis_url} (prefix {config.redis_prefix!r})" if config.redis_url else "no Redis"
+        api = f"API {daemon.api.url}" if daemon.api else "no API"
+        app.err.print(
+            f"memex daemon: computer {config.computer} · {shared} · {api} · token in "
+            f"{'api_token' if config.api_token else token_path(config)}",
+            markup=False,
+        )
+        if once:
+            daemon.run_once()
+            return
+        previous = signal.signal(signal.SIGTERM, stop)
+        try:
+            daemon.run(lambda: stopping)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        app.err.print("memex daemon: stopped")
+    finally:
+        daemon.close()
+
+
+def _configure_logging(app: App, verbose: bool) -> None:
+    """Daemon logs go to stderr (the journal, under systemd) with their time."""
+    logger = logging.getLogger("memex")
+    if not logger.handlers:
+        handler = logging.StreamHandler(app.stderr if app.stderr is not sys.stderr else sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if verbose else logging.INFO)
