@@ -43,7 +43,7 @@ def computers(tmp_path: Path, redis_url: str, prefix: str) -> Iterator[Callable[
     made: list[Computer] = []
 
     def make(name: str, url: str | None = None, **settings: Any) -> Computer:
-        computer = Computer(tmp_path / name, name, url or redis_url, prefix, **settings)
+        computer = Computer(tmp_path / name, name, redis_url if url is None else url, prefix, **settings)
         made.append(computer)
         return computer
 

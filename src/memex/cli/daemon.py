@@ -6,6 +6,7 @@ import logging
 import signal
 import sys
 from types import FrameType
+from typing import TextIO
 
 import click
 
@@ -26,7 +27,7 @@ def daemon_command(app: App, once: bool, no_api: bool, verbose: bool) -> None:
     each session's mirror (redacted) when the session closes, receives other computers' mirrors, and
     serves the HTTP API other computers use for `--computer` and `--raw`. Stop it with Ctrl-C.
     """
-    _configure_logging(app, verbose)
+    _configure_logging(verbose)
     config = app.config
     daemon = Daemon(config, serve_api=not no_api)
     stopping = False
@@ -39,11 +40,8 @@ def daemon_command(app: App, once: bool, no_api: bool, verbose: bool) -> None:
         daemon.start()
         shared = f"Redis {config.redis_url} (prefix {config.redis_prefix!r})" if config.redis_url else "no Redis"
         api = f"API {daemon.api.url}" if daemon.api else "no API"
-        app.err.print(
-            f"memex daemon: computer {config.computer} · {shared} · {api} · token in "
-            f"{'api_token' if config.api_token else token_path(config)}",
-            markup=False,
-        )
+        token = "api_token" if config.api_token else token_path(config)
+        click.echo(f"memex daemon: computer {config.computer} · {shared} · {api} · token in {token}", err=True)
         if once:
             daemon.run_once()
             return
@@ -54,16 +52,28 @@ def daemon_command(app: App, once: bool, no_api: bool, verbose: bool) -> None:
             pass
         finally:
             signal.signal(signal.SIGTERM, previous)
-        app.err.print("memex daemon: stopped")
+        click.echo("memex daemon: stopped", err=True)
     finally:
         daemon.close()
 
 
-def _configure_logging(app: App, verbose: bool) -> None:
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever `sys.stderr` is when a record is emitted."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: TextIO) -> None:
+        pass
+
+
+def _configure_logging(verbose: bool) -> None:
     """Daemon logs go to stderr (the journal, under systemd) with their time."""
     logger = logging.getLogger("memex")
-    if not logger.handlers:
-        handler = logging.StreamHandler(app.stderr if app.stderr is not sys.stderr else sys.stderr)
+    if not any(isinstance(handler, _StderrHandler) for handler in logger.handlers):
+        handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         logger.addHandler(handler)
     logger.setLevel(logging.DEBUG if verbose else logging.INFO)

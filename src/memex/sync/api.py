@@ -57,6 +57,8 @@ MAX_LIMIT = 100
 # A client that sends nothing for this long is disconnected (a thread is not held forever).
 REQUEST_TIMEOUT_S = 30
 STREAM_BLOCK = 1 << 16
+# How quickly the server notices it must stop (a select timeout: costs nothing while it waits).
+SHUTDOWN_POLL_S = 0.05
 _REDACTED_FIELDS = ("full_text", "matched_chunk", "prompt_text", "title", "tool_summary")
 
 
@@ -281,7 +283,9 @@ class ApiServer:
         return _Store(self.config)
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self.httpd.serve_forever, name="memex-api", daemon=True)
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, args=(SHUTDOWN_POLL_S,), name="memex-api", daemon=True
+        )
         self._thread.start()
         log.info("API listening on %s:%d (announced as %s)", self.host, self.port, self.url)
 

@@ -140,14 +140,16 @@ class Daemon:
         if self.api is not None:
             self.api.stop()
             self.api = None
+        started = self._lock is not None  # a daemon refused its lock leaves the running one's files alone
         if self.link is not None:
-            if self.link.up:
+            if self.link.up and started:
                 with contextlib.suppress(*OUTAGE_ERRORS):
                     withdraw(self.link.redis, self.keys, self.config.computer)
             self.link.close()
-        with contextlib.suppress(OSError):
-            (self.config.home / PID_FILE).unlink()
-        if self._lock is not None:
+        if started:
+            with contextlib.suppress(OSError):
+                (self.config.home / PID_FILE).unlink()
+            assert self._lock is not None
             self._lock.close()
             self._lock = None
         self.conn.close()
