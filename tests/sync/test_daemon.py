@@ -20,7 +20,7 @@ from memex.hooks.events import run as run_hook
 from memex.sync.daemon import Daemon
 from memex.sync.keys import Keys
 from memex.sync.signals import daemon_running, notify_stop
-from synctools import SLAY, TOKEN, Computer, settle, wait_until
+from synctools import CODEX_SHORT, GEMINI_LEGACY, SLAY, TOKEN, Computer, settle, wait_until
 from transcripts import ClaudeSession, simple_turn
 
 SESSION = "dddddddd-1111-2222-3333-444444444444"
@@ -213,3 +213,31 @@ def test_settle_helper_sanity(computers) -> None:
     b.start()
     settle(a, b, passes=3)
     assert TOKEN and a.step().waiting == 0
+
+
+def test_each_agents_new_transcripts_are_found_and_other_files_ignored(computers) -> None:
+    a = computers("alpha")
+    a.start()
+    rollout = a.codex_dir / "2025" / "11" / "13" / CODEX_SHORT.name
+    rollout.parent.mkdir(parents=True)
+    rollout.write_bytes(CODEX_SHORT.read_bytes())
+    chat = a.gemini_dir / GEMINI_LEGACY.parent.parent.name / "chats" / GEMINI_LEGACY.name
+    chat.parent.mkdir(parents=True)
+    chat.write_bytes(GEMINI_LEGACY.read_bytes())
+    (a.gemini_dir / GEMINI_LEGACY.parent.parent.name / "logs.json").write_text("[]")
+    noise = a.claude_dir / "-home-dev-shop" / SESSION / "tool-results" / "toolu_1.jsonl"
+    noise.parent.mkdir(parents=True)
+    noise.write_text('{"not": "a transcript"}\n')
+    a.step()
+    a.clock.advance(a.config.daemon_debounce_seconds)
+    assert a.step().ingested == 2
+    assert {m["agent"] for m in a.mirrors("alpha").values()} == {"codex", "gemini"}
+
+
+def test_search_on_this_computer_needs_no_daemon(computers) -> None:
+    a = computers("alpha")
+    a.add_claude(SLAY, "-Users-chloe-c-slay")
+    a.start()
+    a.stop()
+    result = a.cli("search", "slay", "--computer", "alpha", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)[0]["session_id"] == SLAY.stem

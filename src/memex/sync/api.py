@@ -29,6 +29,7 @@ import os
 import re
 import socket
 import sqlite3
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -81,11 +82,13 @@ def advertised_url(config: Config, host: str, port: int) -> str:
 
 
 def local_search(
-    conn: sqlite3.Connection, computer: str, query: str, filters: Filters, limit: int
+    conn: sqlite3.Connection, computer: str, query: str, filters: Filters, limit: int, redacted: bool = True
 ) -> list[dict[str, Any]]:
-    """This computer's own sessions matching `query` (turns, and its own mirrors), redacted."""
+    """This computer's own sessions matching `query` (turns, and its own mirrors), redacted for leaving."""
     mirror_hits = [hit for hit in search_mirrors(conn, query, filters, limit) if hit["computer"] == computer]
     results = merge_hits(lexical_search(conn, query, filters, limit), mirror_hits, limit)
+    if not redacted:
+        return results
     for hit in results:
         for name in _REDACTED_FIELDS:
             if isinstance(hit.get(name), str):
@@ -101,6 +104,14 @@ class _Server(ThreadingHTTPServer):
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         self.api = api
         super().__init__(address, _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A connection that failed outside a request (a client gone, a timeout) is logged, not printed."""
+        error = sys.exc_info()[1]
+        if isinstance(error, ConnectionError | TimeoutError):
+            log.debug("API connection from %s ended: %s", client_address[0], error)
+        else:
+            log.error("API connection from %s failed", client_address[0], exc_info=True)
 
 
 class _Failure(Exception):

@@ -275,7 +275,7 @@ class Daemon:
                 self._active.pop(session_id)
                 self._refresh_from.pop(session_id, None)
         self._next_due_check = next_check
-        return outbox.enqueue(self.conn, self.config.computer, due) if due else 0
+        return outbox.enqueue(self.conn, self.config.computer, due, self.config.sync_batch) if due else 0
 
     def _send(self) -> int:
         assert self.link is not None and self.link.epoch is not None

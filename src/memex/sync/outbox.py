@@ -48,26 +48,38 @@ def unpublished(conn: sqlite3.Connection, computer: str, epoch: str | None) -> l
     return [Due(r["session_id"], r["content_hash"]) for r in rows]
 
 
-def enqueue(conn: sqlite3.Connection, computer: str, session_ids: list[str]) -> int:
-    """Put the current mirror of each session in the outbox (redacted and encoded); returns how many."""
+def enqueue(conn: sqlite3.Connection, computer: str, session_ids: list[str], batch: int = 200) -> int:
+    """Put the current mirror of each session in the outbox (redacted and encoded); returns how many.
+
+    Mirrors are prepared outside any transaction and written `batch` at a time, so a large first
+    backfill never holds the store's write lock for long (a Stop hook may be waiting for it).
+    """
     queued = 0
-    now = now_iso()
-    with transaction(conn):
-        for session_id in session_ids:
-            row = conn.execute(
-                "SELECT * FROM mirrors WHERE session_id = ? AND computer = ?", (session_id, computer)
-            ).fetchone()
-            if row is None:  # the session lost its conversation since it was found due
-                continue
-            payload = wire.prepare(mirror_from_row(row), row["updated_at"])
-            conn.execute(
+    for start in range(0, len(session_ids), batch):
+        chunk = session_ids[start : start + batch]
+        marks = ",".join("?" * len(chunk))
+        rows = conn.execute(
+            f"SELECT * FROM mirrors WHERE computer = ? AND session_id IN ({marks})", [computer, *chunk]
+        ).fetchall()  # a session that lost its conversation since it was found due is simply absent
+        prepared = [
+            (
+                row["session_id"],
+                row["content_hash"],
+                row["updated_at"],
+                wire.prepare(mirror_from_row(row), row["updated_at"]),
+            )
+            for row in rows
+        ]
+        now = now_iso()
+        with transaction(conn):
+            conn.executemany(
                 "INSERT INTO outbox (session_id, source_hash, updated_at, payload, queued_at) VALUES (?, ?, ?, ?, ?) "
                 "ON CONFLICT (session_id) DO UPDATE SET source_hash = excluded.source_hash, "
                 "updated_at = excluded.updated_at, payload = excluded.payload, queued_at = excluded.queued_at, "
                 "attempts = 0, last_error = NULL",
-                (session_id, row["content_hash"], row["updated_at"], payload, now),
+                [(*item, now) for item in prepared],
             )
-            queued += 1
+        queued += len(prepared)
     return queued
 
 

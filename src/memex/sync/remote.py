@@ -74,6 +74,10 @@ def remote_search(
     """`memex search --computer NAME`: that computer's own sessions matching `query`."""
     if filters.file or filters.pr is not None:
         raise UserError("--file and --pr are not available with --computer")
+    if name == config.computer and conn is not None:  # this computer: no need for its daemon
+        from memex.sync.api import local_search
+
+        return local_search(conn, name, query, filters, limit, redacted=False)
     client = client_for(config, name, conn)
     return client.search(
         query,

@@ -21,6 +21,20 @@ from memex.sources.model import Transcript
 _SUFFIXES = {"claude": (".jsonl",), "codex": (".jsonl",), "gemini": (".json", ".jsonl")}
 # Claude Code keeps large tool outputs beside its transcripts; they are not transcripts.
 _SKIPPED_FOLDERS = {"tool-results"}
+# A changed file that is not a transcript (Gemini's logs.json, a stray file) makes the watcher list the
+# agent's folders again at most this often: a file that becomes a transcript is found within this time.
+REDISCOVER_SECONDS = 60.0
+_LATER = object()
+# Agents whose adapter classifies a file given alone exactly as it does in a folder listing.
+_CLASSIFIED_BY_PATH = {"claude", "codex"}
+
+
+def _candidate(agent: str, path: str) -> bool:
+    """Whether a file may be one of `agent`'s transcripts, from its path alone."""
+    if agent == "gemini":  # Gemini keeps chats in `chats/` (and subagents' in `chats/<session>/`)
+        parts = Path(path).parts
+        return "chats" in parts[-3:-1]
+    return True
 
 
 @dataclass
@@ -29,8 +43,9 @@ class _Change:
     last: float
 
 
-def _stat_tree(root: Path, suffixes: tuple[str, ...]) -> dict[Path, tuple[int, int]]:
-    """(size, mtime_ns) of every candidate file under `root`."""
+def _stat_tree(root: Path, agent: str) -> dict[Path, tuple[int, int]]:
+    """(size, mtime_ns) of every file under `root` that may be one of `agent`'s transcripts."""
+    suffixes = _SUFFIXES[agent]
     found: dict[Path, tuple[int, int]] = {}
     if root.is_file():
         stat = root.stat()
@@ -40,6 +55,8 @@ def _stat_tree(root: Path, suffixes: tuple[str, ...]) -> dict[Path, tuple[int, i
         for name in files:
             if name.endswith(suffixes):
                 path = os.path.join(folder, name)
+                if not _candidate(agent, path):
+                    continue
                 try:
                     stat = os.stat(path)
                 except OSError:  # gone between the listing and the stat
@@ -66,13 +83,14 @@ class Watcher:
         self._agent_of: dict[Path, str] = {}
         self._changes: dict[Path, _Change] = {}
         self._transcripts: dict[Path, Transcript] = {}
+        self._rediscovered: dict[str, float] = {}  # agent -> when its folders were last listed again
 
     def _scan_files(self) -> dict[Path, tuple[int, int]]:
         found: dict[Path, tuple[int, int]] = {}
         for agent, roots in self.roots.items():
             for root in roots:
                 try:
-                    files = _stat_tree(root, _SUFFIXES[agent])
+                    files = _stat_tree(root, agent)
                 except OSError:  # a folder that does not exist (yet)
                     continue
                 for path in files:
@@ -115,19 +133,33 @@ class Watcher:
         ]
         transcripts = []
         for path in ready:
-            del self._changes[path]
             transcript = self._transcript(path)
-            if transcript is not None:
+            if transcript is _LATER:
+                continue  # an unknown file, and the folders were listed moments ago: asked again later
+            del self._changes[path]
+            if isinstance(transcript, Transcript):
                 transcripts.append(transcript)
         return sorted(transcripts, key=lambda t: (t.subagent_id is not None, str(t.path)))
 
-    def _transcript(self, path: Path) -> Transcript | None:
-        """The transcript a file is, as the agent's adapter sees it (its folders are listed again when a
-        new file appears, so a file is classified exactly as `memex index` would)."""
-        if path not in self._transcripts:
-            agent = self._agent_of.get(path)
-            if agent is None:
-                return None
-            for transcript in adapter(agent).discover(self.roots[agent]):
-                self._transcripts[transcript.path.resolve()] = transcript
+    def _transcript(self, path: Path) -> Transcript | object | None:
+        """The transcript a file is, exactly as `memex index` would see it: Claude and Codex files are
+        classified alone; for Gemini (whose chats are recognised among their folder's files) the folders
+        are listed again when an unknown file changes, at most every REDISCOVER_SECONDS (`_LATER` until
+        then). None: not a transcript."""
+        if path in self._transcripts:
+            return self._transcripts[path]
+        agent = self._agent_of.get(path)
+        if agent is None:
+            return None
+        if agent in _CLASSIFIED_BY_PATH:
+            found = adapter(agent).discover([path])
+            if found:
+                self._transcripts[path] = found[0]
+            return found[0] if found else None
+        now = self.clock()
+        if now - self._rediscovered.get(agent, float("-inf")) < REDISCOVER_SECONDS:
+            return _LATER
+        self._rediscovered[agent] = now
+        for transcript in adapter(agent).discover(self.roots[agent]):
+            self._transcripts.setdefault(transcript.path.resolve(), transcript)
         return self._transcripts.get(path)
