@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import signal
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -241,3 +242,28 @@ def test_search_on_this_computer_needs_no_daemon(computers) -> None:
     a.stop()
     result = a.cli("search", "slay", "--computer", "alpha", "--json")
     assert result.exit_code == 0 and json.loads(result.stdout)[0]["session_id"] == SLAY.stem
+
+
+def test_an_ingest_that_fails_is_tried_again(computers, monkeypatch: pytest.MonkeyPatch) -> None:
+    import memex.sync.daemon as daemon_module
+
+    a = computers("alpha")
+    a.start()
+    session = new_session(a)
+    simple_turn(session, "the store is locked for a moment", "ok")
+    real = daemon_module.ingest_transcript
+    calls = 0
+
+    def locked_once(*args, **kwargs):
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise sqlite3.OperationalError("database is locked")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(daemon_module, "ingest_transcript", locked_once)
+    a.step()
+    a.clock.advance(a.config.daemon_debounce_seconds)
+    assert a.step().ingested == 0  # failed, logged, kept
+    assert a.step().ingested == 1
+    assert SESSION in a.mirrors("alpha")

@@ -227,8 +227,14 @@ class Daemon:
 
     def _ingest_ready(self) -> int:
         count = 0
-        for transcript in self.watcher.ready():
-            report = ingest_transcript(self.conn, self.config, transcript)
+        ready = self.watcher.ready()
+        for number, transcript in enumerate(ready):
+            try:
+                report = ingest_transcript(self.conn, self.config, transcript)
+            except Exception:  # a locked store, a file that cannot be read: these wait for the next pass
+                for waiting in ready[number:]:
+                    self.watcher.retry(waiting.path)
+                raise
             if report.status != "missing":
                 self._touch(report.session_id, self.clock())
             count += report.status not in ("unchanged", "missing")
@@ -306,16 +312,16 @@ class Daemon:
         self._next_beat = now + self.config.heartbeat_seconds
 
     def _receive(self, block_ms: int | None) -> int:
-        """Read what other computers published: batch after batch, then (when all is read) one wait."""
+        """Read what other computers published, batch after batch; when there was nothing, wait up to
+        `block_ms` for something (the loop's pause)."""
         assert self.link is not None
-        written = 0
+        written = read = 0
         for _ in range(MAX_BATCHES_PER_PASS):
             result = self.consumer.step(self.link.redis, self.link.connections)
             written += result.written
+            read += result.read
             if result.read < self.consumer.batch and not self.consumer.reading_pending:
                 break
-        else:
-            return written  # more is waiting: the next pass goes on without pausing
-        if block_ms:
+        if block_ms and not read:
             written += self.consumer.step(self.link.redis, self.link.connections, block_ms).written
         return written

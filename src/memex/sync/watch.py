@@ -118,6 +118,11 @@ class Watcher:
         self._seen = current
         return changed
 
+    def retry(self, path: Path) -> None:
+        """Report a file again at the next `ready()` (its ingest failed)."""
+        now = self.clock()
+        self._changes[path.resolve()] = _Change(now - self.debounce_max, now - self.debounce)
+
     @property
     def pending(self) -> int:
         """Changed files waiting for their debounce."""

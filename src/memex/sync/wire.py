@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from memex.ingest.mirrors import Mirror, content_hash
+from memex.ingest.mirrors import LABELS, Mirror, content_hash
 from memex.ingest.mirrors import _render as render_messages
 from memex.sync.redact import redact
 
@@ -85,17 +85,44 @@ def decode(payload: bytes) -> Envelope:
         raise WireError(f"mirror payload of unknown format {version!r}")
     if not all(isinstance(document.get(name), str) and document[name] for name in _REQUIRED):
         raise WireError("mirror payload without its session, computer or text")
-    metadata = document.get("metadata")
+    text = document["conversation_text"]
     mirror = Mirror(
         session_id=document["session_id"],
         computer=document["computer"],
         agent=document["agent"],
-        project=document.get("project"),
-        title=document.get("title"),
-        timestamp_start=document.get("timestamp_start"),
-        timestamp_end=document.get("timestamp_end"),
-        conversation_text=document["conversation_text"],
-        metadata=metadata if isinstance(metadata, dict) else {},
+        project=_optional_text(document.get("project")),
+        title=_optional_text(document.get("title")),
+        timestamp_start=_optional_text(document.get("timestamp_start")),
+        timestamp_end=_optional_text(document.get("timestamp_end")),
+        conversation_text=text,
+        metadata=_metadata(document.get("metadata"), len(text)),
         content_hash=document["content_hash"],
     )
     return Envelope(mirror, document["updated_at"])
+
+
+def _optional_text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _metadata(value: Any, length: int) -> dict[str, Any]:
+    """The metadata of a received mirror, its message spans kept only when every one is well formed (a
+    reader slices the text with them)."""
+    if not isinstance(value, dict):
+        return {}
+    spans = value.get("messages")
+    if spans is not None and not (
+        isinstance(spans, list)
+        and all(
+            isinstance(span, list)
+            and len(span) == 4
+            and span[0] in LABELS
+            and isinstance(span[1], int)
+            and isinstance(span[2], int)
+            and 0 <= span[1] <= span[2] <= length
+            and (span[3] is None or isinstance(span[3], str))
+            for span in spans
+        )
+    ):
+        value = {k: v for k, v in value.items() if k != "messages"}
+    return value
