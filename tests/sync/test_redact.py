@@ -101,7 +101,7 @@ def _every_rule(text: str) -> tuple[str, int]:
 def test_triggers_only_skip_what_cannot_match() -> None:
     """The shortcut (a rule runs only when one of its trigger strings occurs) changes no result: real
     transcripts' text, and text with secrets in any case and position."""
-    texts = [path.read_text(errors="replace") for path in sorted(FIXTURES.rglob("*.json*"))]
+    texts = [path.read_text(errors="replace")[:40_000] for path in sorted(FIXTURES.rglob("*.json*"))]
     pieces = [*SECRETS.values(), "PassWord: hunter2hunter2", "AWS_SECRET_ACCESS_KEY=" + token(ALNUM, 40)]
     pieces += ["Authorization: BEARER " + token(ALNUM, 30), "mysql://root:r00tpass@db/x", "client_Secret: abcdefghij"]
     for _ in range(200):
