@@ -177,3 +177,13 @@ def test_without_redis_url_nothing_is_queued(computers) -> None:
     a.start()
     pass_until_idle(a, 10)
     assert outbox_size(a) == 0 and len(a.mirrors("alpha")) == 2
+
+
+def test_a_redis_password_never_reaches_the_log(computers, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="memex")
+    a = computers("alpha", url=f"redis://:hunter2hunter2@127.0.0.1:{free_port()}/0")
+    a.start()
+    a.step()
+    assert "hunter2" not in caplog.text and "redis://:***@127.0.0.1" in caplog.text
+    listing = a.cli("computers", "--json")
+    assert "hunter2" not in listing.output

@@ -12,6 +12,7 @@ import click
 
 from memex.cli.app import App
 from memex.sync.daemon import Daemon
+from memex.sync.link import display_url
 from memex.sync.token import token_path
 
 
@@ -38,7 +39,9 @@ def daemon_command(app: App, once: bool, no_api: bool, verbose: bool) -> None:
 
     try:
         daemon.start()
-        shared = f"Redis {config.redis_url} (prefix {config.redis_prefix!r})" if config.redis_url else "no Redis"
+        shared = "no Redis"
+        if config.redis_url:
+            shared = f"Redis {display_url(config.redis_url)} (prefix {config.redis_prefix!r})"
         api = f"API {daemon.api.url}" if daemon.api else "no API"
         token = "api_token" if config.api_token else token_path(config)
         click.echo(f"memex daemon: computer {config.computer} · {shared} · {api} · token in {token}", err=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Callable
+from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from redis.backoff import NoBackoff
@@ -28,6 +29,16 @@ OUTAGE_ERRORS: tuple[type[Exception], ...] = (redis.ConnectionError, redis.Timeo
 CONNECT_TIMEOUT_S = 2.0
 # Longer than the consumer's blocking read (1 s), so a quiet stream is not mistaken for an outage.
 SOCKET_TIMEOUT_S = 10.0
+
+
+def display_url(url: str) -> str:
+    """`url` fit for a log or a message: a password in it is replaced by `***`."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def connect_redis(url: str, connect_timeout_s: float = CONNECT_TIMEOUT_S) -> redis.Redis:
@@ -46,7 +57,7 @@ class RedisLink:
     """One process's connection to Redis, with its outage state and the data generation it last saw."""
 
     def __init__(self, url: str, keys: Keys, clock: Callable[[], float], retry_seconds: float) -> None:
-        self.url = url
+        self.url = display_url(url)  # for messages; the client keeps the real one
         self.keys = keys
         self.clock = clock
         self.retry_seconds = retry_seconds

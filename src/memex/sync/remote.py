@@ -18,7 +18,7 @@ from memex.store.queries import Filters
 from memex.sync.client import ApiClient
 from memex.sync.heartbeat import ComputerInfo, registry, remembered
 from memex.sync.keys import Keys
-from memex.sync.link import OUTAGE_ERRORS, connect_redis
+from memex.sync.link import OUTAGE_ERRORS, connect_redis, display_url
 from memex.sync.token import read_token
 
 # The CLI gives Redis this long to answer before using the store's copy of the registry.
@@ -37,9 +37,9 @@ def known_computers(config: Config, conn: sqlite3.Connection | None) -> tuple[li
             client = connect_redis(config.redis_url, REGISTRY_TIMEOUT_S)
             return registry(client, Keys(config.redis_prefix)), None
         except OUTAGE_ERRORS as exc:
-            problem = f"Redis at {config.redis_url} is unreachable ({exc})"
+            problem = f"Redis at {display_url(config.redis_url)} is unreachable ({exc})"
         except redis.RedisError as exc:
-            problem = f"Redis at {config.redis_url} refused the request ({exc})"
+            problem = f"Redis at {display_url(config.redis_url)} refused the request ({exc})"
         finally:
             if client is not None:
                 client.close()
