@@ -208,3 +208,19 @@ def test_stored_mirrors_survive_a_local_rebuild_of_the_row(computers) -> None:
         row = conn.execute("SELECT metadata FROM mirrors WHERE computer = 'alpha'").fetchone()
     assert json.loads(row["metadata"])["messages"]
     conn.close()
+
+
+def test_a_stream_trimmed_to_nothing_loses_nothing(computers, redis_url: str, prefix: str) -> None:
+    a, b = computers("alpha"), computers("beta")
+    b.start()
+    b.step()
+    b.stop()
+    _many_sessions(a.claude_dir, 30)
+    a.start()
+    settle(a)
+    client = redis.Redis.from_url(redis_url)
+    client.xtrim(Keys(prefix).stream, maxlen=0, approximate=False)
+    assert client.xlen(Keys(prefix).stream) == 0
+    b.start()
+    settle(b)
+    assert len(b.mirrors("alpha")) == 30

@@ -107,15 +107,20 @@ class Consumer:
     def _missed_trimmed(self, client: redis.Redis) -> bool:
         """True when entries this group never read may have been trimmed from the stream."""
         info = client.xinfo_stream(self.keys.stream)
-        if info.get("entries-added", 0) <= info.get("length", 0):
+        added = info.get("entries-added")  # Redis 7 and later; older ones get the cautious answer below
+        if added is not None and added <= info.get("length", 0):
             return False  # nothing was ever removed
         group = next((g for g in client.xinfo_groups(self.keys.stream) if _text(g.get("name")) == self.group), None)
         if group is None:
             return True
         # Not the group's `lag`: after trimming, Redis 7.0 estimates it from the entries it still has. An
-        # entry this group never got may have been trimmed when the first entry left is past its last one.
+        # entry this group never got may have been trimmed when the first entry left is past its last one
+        # (or, the stream emptied, when the last entry ever added is).
+        delivered = _id_key(group["last-delivered-id"])
         first = info.get("first-entry")
-        return first is not None and _id_key(group["last-delivered-id"]) < _id_key(first[0])
+        if first is None:
+            return delivered < _id_key(info.get("last-generated-id") or "0-0")
+        return delivered < _id_key(first[0])
 
     def catch_up(self, client: redis.Redis) -> int:
         """Read the latest mirror of every session of every other computer; returns how many were written."""
