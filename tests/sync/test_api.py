@@ -9,7 +9,9 @@ from urllib.parse import quote
 
 import pytest
 
+from memex.sync.client import ApiClient
 from synctools import SLAY, TOKEN, Computer
+from transcripts import ClaudeSession, simple_turn
 
 SLAY_ID = SLAY.stem
 
@@ -135,3 +137,16 @@ def test_a_session_id_that_is_a_path_is_refused(alpha: Computer) -> None:
 def test_only_get_is_served(alpha: Computer) -> None:
     assert get(alpha, "/v1/search?q=slay", method="POST")[0] == 405
     assert get(alpha, f"/v1/sessions/{SLAY_ID}/raw", method="DELETE")[0] == 405
+
+
+def test_a_large_transcript_arrives_in_blocks(computers) -> None:
+    computer = computers("alpha")
+    path = computer.claude_dir / "-home-dev-big" / "eeeeeeee-1111-2222-3333-444444444444.jsonl"
+    session = ClaudeSession(path, path.stem, cwd="/home/dev/big")
+    for n in range(300):
+        simple_turn(session, f"question {n} " + "lorem ipsum " * 400, f"answer {n} " + "dolor sit amet " * 300)
+    assert path.stat().st_size > 2_000_000
+    computer.start(serve_api=True)
+    assert computer.daemon is not None and computer.daemon.api is not None
+    blocks = list(ApiClient(computer.daemon.api.url, TOKEN, timeout=10).raw(path.stem))
+    assert len(blocks) > 10 and b"".join(blocks) == path.read_bytes()

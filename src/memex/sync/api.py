@@ -158,9 +158,13 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # the client went away
         except Exception as exc:
             log.exception("API request %s failed", self.path)
-            self._json(500, {"error": f"{type(exc).__name__}: {exc}"})
+            if getattr(self, "_streaming", False):  # headers are out: the client sees a short body
+                self.close_connection = True
+            else:
+                self._json(500, {"error": f"{type(exc).__name__}: {exc}"})
 
     def do_POST(self) -> None:
+        self.close_connection = True  # a body, if any, is not read
         self._json(405, {"error": "only GET is served"})
 
     do_PUT = do_DELETE = do_PATCH = do_POST
@@ -222,6 +226,7 @@ class _Handler(BaseHTTPRequestHandler):
             raise _Failure(410, "the transcript of this session is no longer on disk") from None
         with handle:
             size = os.fstat(handle.fileno()).st_size  # what exists now; lines written meanwhile wait
+            self._streaming = True
             self.send_response(200)
             self.send_header("Content-Type", "application/octet-stream")
             self.send_header("Content-Length", str(size))
