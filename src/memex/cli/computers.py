@@ -28,17 +28,21 @@ def computers_command(app: App, as_json: bool) -> None:
     rows.setdefault(app.config.computer, None)  # this computer, even before its daemon ever ran
     for computer in mirrors:
         rows.setdefault(computer, None)  # known only by its mirrors
+    local_sessions = conn.execute("SELECT count(*) FROM sessions").fetchone()[0] if conn else 0
     listing = []
     for computer in sorted(rows):
         info = rows[computer]
         status = "unknown" if info is None or info.live is None else ("live" if info.live else "stale")
+        sessions = info.sessions if info else None
+        if computer == app.config.computer:
+            sessions = local_sessions  # counted here, not as last announced
         listing.append(
             {
                 "computer": computer,
                 "this_computer": computer == app.config.computer,
                 "status": status,
                 "last_seen": info.last_seen if info else None,
-                "sessions": info.sessions if info else None,
+                "sessions": sessions,
                 "mirrors_here": mirrors.get(computer, 0),
                 "version": info.version if info else None,
                 "api_url": info.api_url if info else None,
