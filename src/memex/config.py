@@ -66,6 +66,9 @@ class Config:
     # Texts embedded per call: large enough to amortise the call, small enough that a killed worker loses
     # little work and the progress bar moves.
     embed_batch_size: int = 16
+    # The daemon embeds queued work for at most this many seconds per pass, so it keeps watching,
+    # publishing and receiving in between.
+    daemon_embed_seconds: int = 5
     # A job that fails is retried this many times, after 30 s, 60 s, 120 s… (doubling), then left in
     # state `error` (shown by `memex stats`; `memex embed --retry-errors` tries again).
     embed_max_attempts: int = 4
@@ -165,6 +168,53 @@ class Config:
     # to answering in-process.
     warm_connect_timeout_ms: int = 100
     warm_read_timeout_ms: int = 2_500
+
+    # --- Between computers (`memex daemon`, memex.sync) -------------------------------------------------
+    # The Redis that carries mirrors between computers; "" runs the daemon for this computer alone (it
+    # still watches, ingests and serves its API). The default is a Redis on this machine: point every
+    # computer at one Redis they can all reach (a tunnel or a private network; Redis has no TLS by default).
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    # Prefix of every Redis key memex writes (`<prefix>:mirrors`, `<prefix>:heartbeat:<computer>`…), so
+    # several users or teams can share one Redis: computers see each other only under the same prefix.
+    redis_prefix: str = "memex"
+    # While Redis is unreachable the daemon tries again this often (and says so once, not every time).
+    redis_retry_seconds: int = 5
+    # The stream keeps about this many entries (older ones are trimmed): enough for every computer that is
+    # on most days to read its way through; a computer away longer catches up from the latest mirror per
+    # session, which Redis keeps apart from the stream, so trimming loses nothing.
+    stream_max_entries: int = 10_000
+    # Mirrors sent or received per Redis round trip (a 10k backfill takes 50 of them).
+    sync_batch: int = 200
+    # Where the daemon's HTTP API listens (host:port). Loopback by default: other computers reach it only
+    # when it is bound to an address they can see (a VPN's, `0.0.0.0`) or through a tunnel. Port 0 picks a
+    # free port (tests).
+    api_address: str = "127.0.0.1:8765"
+    # The address other computers should use for this API, announced in the heartbeat (default: derived
+    # from api_address; set it when this computer is reached through a tunnel, a proxy or a DNS name).
+    api_url: str = ""
+    # The bearer token every API request but /health must carry. "" uses `$MEMEX_HOME/api-token`, created
+    # (mode 0600) on the daemon's first start; every computer of a user needs the same token (copy the file).
+    api_token: str = ""
+    # How long `--computer` / `--raw` wait for another computer's API before saying it is unreachable.
+    api_timeout_seconds: int = 10
+    # The daemon looks at the agents' transcript folders this often (a scan of file sizes and times: about
+    # 30 ms for 5,000 transcripts, and it works on every file system, unlike change events). Two seconds
+    # is well inside the debounce and the idle time, so it delays nothing a user notices.
+    daemon_scan_seconds: int = 2
+    # A changed transcript is ingested once it has been quiet this long (an agent writes a burst of lines
+    # per answer: one ingest per burst, not one per line), and at the latest this long after its first change.
+    daemon_debounce_seconds: int = 2
+    daemon_debounce_max_seconds: int = 30
+    # A session with no writes for this long is closed: its mirror is built and published. Five minutes
+    # outlasts a user reading an answer; a Stop hook notification publishes at once.
+    mirror_idle_seconds: int = 300
+    # A session still being written to has its mirror published again this often, so other computers
+    # see long sessions while they last.
+    mirror_refresh_seconds: int = 1_800
+    # The daemon announces itself this often; the announcement expires after the TTL (three missed beats),
+    # after which `memex computers` shows the computer as stale.
+    heartbeat_seconds: int = 15
+    heartbeat_ttl_seconds: int = 45
 
     @property
     def model_version(self) -> str:

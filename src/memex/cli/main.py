@@ -8,6 +8,8 @@ import click
 
 from memex import __version__
 from memex.cli.app import App
+from memex.cli.computers import computers_command
+from memex.cli.daemon import daemon_command
 from memex.cli.embed import embed_command
 from memex.cli.hooks import hook_command, hooks_group
 from memex.cli.index import index_command
@@ -84,6 +86,8 @@ for command in (
     stats_command,
     hooks_group,
     hook_command,
+    daemon_command,
+    computers_command,
 ):
     cli.add_command(command)
 

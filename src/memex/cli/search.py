@@ -39,6 +39,7 @@ EXCERPT_CHARS = 400
     "--per-session", type=click.IntRange(1), default=1, show_default=True, help="Results one session may give."
 )
 @click.option("--full", is_flag=True, help="Print each turn's whole text, not an excerpt.")
+@click.option("--computer", help="Ask this computer's memex daemon instead (its own sessions, turn by turn).")
 @json_option
 @click.pass_obj
 def search_command(
@@ -49,6 +50,7 @@ def search_command(
     level: str | None,
     per_session: int,
     full: bool,
+    computer: str | None,
     as_json: bool,
     **options: Any,
 ) -> None:
@@ -56,16 +58,22 @@ def search_command(
     text = " ".join(query).strip()
     if not text:
         raise UserError("the search query is empty")
-    conn = app.db_readonly()
-    if options.get("session"):  # one session: a prefix matching none or several is a mistake to report
-        options["session"] = resolve_session(conn, options["session"], options.get("agent"))
-    filters = build_filters(**options)
-    outcome = hybrid_search(conn, app.config, text, filters, limit, mode, level, per_session)
-    results = outcome.results
+    notes: list[str] = []
+    if computer:
+        from memex.sync.remote import remote_search
+
+        conn = app.db_readonly() if app.config.db_path.exists() else None
+        results = remote_search(app.config, computer, conn, text, build_filters(**options), limit)
+    else:
+        conn = app.db_readonly()
+        if options.get("session"):  # one session: a prefix matching none or several is a mistake to report
+            options["session"] = resolve_session(conn, options["session"], options.get("agent"))
+        outcome = hybrid_search(conn, app.config, text, build_filters(**options), limit, mode, level, per_session)
+        results, notes = outcome.results, outcome.notes
     if as_json:
         app.emit_json(results)
         return
-    for note in outcome.notes:
+    for note in notes:
         app.err.print(f"[yellow]note:[/] {note}", markup=True, highlight=False)
     if not results:
         app.err.print("No matching turns.")
@@ -82,6 +90,8 @@ def search_command(
         if hit["source"] == "mirror":
             where = "" if hit["computer"] == app.config.computer else f" from {hit['computer']}"
             head.append(f" [conversation{where}]", style="yellow")
+        elif hit.get("computer") and hit["computer"] != app.config.computer:
+            head.append(f" [on {hit['computer']}]", style="yellow")
         out.print(head)
         if hit["title"]:
             out.print(Text("   " + shorten(hit["title"], 100), style="bold"))

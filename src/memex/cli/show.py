@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import codecs
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,9 +55,15 @@ def show_command(app: App, session: str, as_turns: bool, raw: bool, agent: str |
     mirror = get_mirror(conn, session_id, app.config.computer)
     if not local:
         assert mirror is not None
-        if raw or as_turns:
+        if raw:  # the transcript stays on its computer: ask that computer's daemon for it
+            from memex.sync.remote import remote_raw
+
+            _write_blocks(app, remote_raw(app.config, mirror.computer, conn, session_id))
+            return
+        if as_turns:
             raise UserError(
-                f"session {session_id} ran on {mirror.computer}: only its conversation is here (drop --raw/--turns)"
+                f"session {session_id} ran on {mirror.computer}: only its conversation is here (drop --turns, "
+                "or use --raw to fetch its transcript from there)"
             )
         _show_mirror(app, _mirror_info(mirror), mirror, as_json)
         return
@@ -142,12 +150,18 @@ def _print_raw(app: App, transcript_path: str | None, session_id: str) -> None:
     if not transcript_path or not Path(transcript_path).is_file():
         raise UserError(f"the transcript of {session_id} is not on this computer")
     with open(transcript_path, "rb") as handle:
-        stream = getattr(app.stdout, "buffer", None)
-        for block in iter(lambda: handle.read(1 << 16), b""):
-            if stream is not None:
-                stream.write(block)
-            else:
-                app.stdout.write(block.decode("utf-8", "replace"))
+        _write_blocks(app, iter(lambda: handle.read(1 << 16), b""))
+
+
+def _write_blocks(app: App, blocks: Iterator[bytes]) -> None:
+    """Write bytes to stdout as they come (a transcript may be large, or arrive over the network)."""
+    stream = getattr(app.stdout, "buffer", None)
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    for block in blocks:
         if stream is not None:
-            stream.flush()
+            stream.write(block)
+        else:
+            app.stdout.write(decoder.decode(block))
+    if stream is not None:
+        stream.flush()
     sys.stdout.flush()

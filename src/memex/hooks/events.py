@@ -192,9 +192,19 @@ def refresh(hook: Hook) -> None:
 
 
 def on_stop(hook: Hook) -> str:
-    """Stop / SubagentStop: ingest the session (and its subagents), then let a background worker embed
-    what that queued (embedding never runs inside a hook). Prints nothing, ever."""
-    if ingest_session(hook) and hook.log.get("turns") and hook.config.index_embeds:
+    """Stop / SubagentStop: ingest the session (and its subagents); at Stop, tell a running memex daemon
+    that the session stopped (it publishes the session's mirror and embeds what the ingest queued), or
+    else start a background worker to embed it (embedding never runs inside a hook). Prints nothing, ever."""
+    from memex.sync.signals import notify_stop
+
+    stored = ingest_session(hook) and hook.log.get("turns")
+    if (
+        hook.event == "Stop"
+        and hook.session_id
+        and notify_stop(hook.config.home, hook.session_id, hook.text("transcript_path"))
+    ):
+        return ""
+    if stored and hook.config.index_embeds:
         from memex.embed.background import start_background_embed
 
         hook.log["embed"] = "started" if start_background_embed(hook.config.home) else "running"

@@ -255,6 +255,38 @@ MIGRATIONS: list[str] = [
     INSERT INTO embed_jobs (level, owner_id) SELECT 'turn', id FROM turns;
     INSERT INTO embed_jobs (level, owner_id, text_hash) SELECT 'session', id, content_hash FROM mirrors;
     """,
+    # 4: distribution between computers (memex.sync). `outbox`: mirrors of local sessions waiting to be
+    # published (redacted and encoded as they will travel), one per session (a newer version replaces a
+    # waiting one); rows leave once Redis has them. `published_mirrors`: what was published, and to which
+    # Redis data generation (`epoch`): a Redis that lost its data gets everything again. `computers`: the
+    # last heartbeat seen of each computer, so `--computer` and `--raw` find an API while Redis is away.
+    """
+    CREATE TABLE outbox (
+        session_id TEXT PRIMARY KEY,
+        source_hash TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        payload BLOB NOT NULL,
+        queued_at TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        last_error TEXT
+    );
+
+    CREATE TABLE published_mirrors (
+        session_id TEXT PRIMARY KEY,
+        source_hash TEXT NOT NULL,
+        epoch TEXT NOT NULL,
+        published_at TEXT NOT NULL
+    );
+
+    CREATE TABLE computers (
+        computer TEXT PRIMARY KEY,
+        version TEXT,
+        api_url TEXT,
+        sessions INTEGER,
+        started_at TEXT,
+        last_seen TEXT NOT NULL
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,52 @@
+"""The bearer token of the daemon's HTTP API.
+
+One token per user, shared by all their computers: set `api_token` (config or MEMEX_API_TOKEN), or let
+the first daemon start write `$MEMEX_HOME/api-token` (mode 0600) and copy that file to the same place on
+the other computers. Each computer's daemon accepts it and `--computer` / `--raw` send it.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+from memex.config import Config
+from memex.errors import UserError
+
+TOKEN_FILE = "api-token"
+# Shorter tokens are refused: a token guards raw transcripts.
+MIN_TOKEN_CHARS = 16
+
+
+def token_path(config: Config) -> Path:
+    return config.home / TOKEN_FILE
+
+
+def read_token(config: Config) -> str | None:
+    """The configured token, else the token file's, else None."""
+    if config.api_token:
+        return config.api_token
+    try:
+        value = token_path(config).read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return value or None
+
+
+def ensure_token(config: Config) -> str:
+    """The API token, creating the token file (0600) when none exists yet."""
+    token = read_token(config)
+    if token is None:
+        path = token_path(config)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        token = secrets.token_urlsafe(32)
+        try:
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another daemon wrote it first
+            return ensure_token(config)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(token + "\n")
+    if len(token) < MIN_TOKEN_CHARS:
+        raise UserError(f"the API token must be at least {MIN_TOKEN_CHARS} characters long")
+    return token

@@ -1,0 +1,175 @@
+"""Noticing changed transcripts: a polling scan of the agents' folders, debounced.
+
+Polling the size and modification time of every transcript costs about 30 ms for 5,000 files (1.5% of
+a core at one scan every 2 s), needs no dependency, and works where change notifications do not
+(network and synced folders, containers, macOS without extra permissions). A file that changed is
+ingested once it has been quiet for `debounce` seconds (an agent writes a burst of lines per answer), or
+at the latest `debounce_max` seconds after its first change, so a session that never pauses is still
+ingested.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from memex.sources import adapter
+from memex.sources.model import Transcript
+
+# Which files under an agent's folder may be transcripts (the adapter decides for sure).
+_SUFFIXES = {"claude": (".jsonl",), "codex": (".jsonl",), "gemini": (".json", ".jsonl")}
+# Claude Code keeps large tool outputs beside its transcripts; they are not transcripts.
+_SKIPPED_FOLDERS = {"tool-results"}
+# A changed file that is not a transcript (Gemini's logs.json, a stray file) makes the watcher list the
+# agent's folders again at most this often: a file that becomes a transcript is found within this time.
+REDISCOVER_SECONDS = 60.0
+_LATER = object()
+# Agents whose adapter classifies a file given alone exactly as it does in a folder listing.
+_CLASSIFIED_BY_PATH = {"claude", "codex"}
+
+
+def _candidate(agent: str, path: str) -> bool:
+    """Whether a file may be one of `agent`'s transcripts, from its path alone."""
+    if agent == "gemini":  # Gemini keeps chats in `chats/` (and subagents' in `chats/<session>/`)
+        parts = Path(path).parts
+        return "chats" in parts[-3:-1]
+    return True
+
+
+@dataclass
+class _Change:
+    first: float
+    last: float
+
+
+def _stat_tree(root: Path, agent: str) -> dict[str, tuple[int, int]]:
+    """(size, mtime_ns) of every file under `root` that may be one of `agent`'s transcripts, by path."""
+    suffixes = _SUFFIXES[agent]
+    found: dict[str, tuple[int, int]] = {}
+    if root.is_file():
+        stat = root.stat()
+        return {str(root.resolve()): (stat.st_size, stat.st_mtime_ns)}
+    folders = [str(root.resolve())]
+    while folders:
+        try:
+            entries = list(os.scandir(folders.pop()))
+        except OSError:  # gone, or not readable
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in _SKIPPED_FOLDERS:
+                        folders.append(entry.path)
+                elif entry.name.endswith(suffixes) and _candidate(agent, entry.path):
+                    stat = entry.stat()
+                    found[entry.path] = (stat.st_size, stat.st_mtime_ns)
+            except OSError:  # gone between the listing and the stat
+                continue
+    return found
+
+
+class Watcher:
+    """Scans the agents' folders and tells which transcripts are ready to ingest."""
+
+    def __init__(
+        self,
+        roots_by_agent: dict[str, list[Path]],
+        clock: Callable[[], float],
+        debounce: float,
+        debounce_max: float,
+    ) -> None:
+        self.roots = roots_by_agent
+        self.clock = clock
+        self.debounce = debounce
+        self.debounce_max = debounce_max
+        self._seen: dict[str, tuple[int, int]] = {}
+        self._agent_of: dict[str, str] = {}
+        self._changes: dict[str, _Change] = {}
+        self._transcripts: dict[str, Transcript] = {}
+        self._rediscovered: dict[str, float] = {}  # agent -> when its folders were last listed again
+
+    def _scan_files(self) -> dict[str, tuple[int, int]]:
+        found: dict[str, tuple[int, int]] = {}
+        for agent, roots in self.roots.items():
+            for root in roots:
+                try:
+                    files = _stat_tree(root, agent)
+                except OSError:  # a folder that does not exist (yet)
+                    continue
+                for path in files:
+                    self._agent_of.setdefault(path, agent)
+                found.update(files)
+        return found
+
+    def baseline(self) -> None:
+        """Record the current state of every file without reporting it (the start-up index covers it)."""
+        self._seen = self._scan_files()
+
+    def scan(self) -> int:
+        """Look for changed and new files; returns how many changed since the last scan."""
+        now = self.clock()
+        current = self._scan_files()
+        changed = 0
+        for path, state in current.items():
+            if self._seen.get(path) != state:
+                changed += 1
+                change = self._changes.get(path)
+                if change is None:
+                    self._changes[path] = _Change(now, now)
+                else:
+                    change.last = now
+        self._seen = current
+        return changed
+
+    def retry(self, path: Path) -> None:
+        """Report a file again at the next `ready()` (its ingest failed)."""
+        now = self.clock()
+        self._changes[str(path.resolve())] = _Change(now - self.debounce_max, now - self.debounce)
+
+    @property
+    def pending(self) -> int:
+        """Changed files waiting for their debounce."""
+        return len(self._changes)
+
+    def ready(self) -> list[Transcript]:
+        """The transcripts whose changes have settled (or waited long enough), parents before subagents."""
+        now = self.clock()
+        ready = [
+            path
+            for path, change in self._changes.items()
+            if now - change.last >= self.debounce or now - change.first >= self.debounce_max
+        ]
+        transcripts = []
+        for path in ready:
+            transcript = self._transcript(path)
+            if transcript is _LATER:
+                continue  # an unknown file, and the folders were listed moments ago: asked again later
+            del self._changes[path]
+            if isinstance(transcript, Transcript):
+                transcripts.append(transcript)
+        return sorted(transcripts, key=lambda t: (t.subagent_id is not None, str(t.path)))
+
+    def _transcript(self, path: str) -> Transcript | object | None:
+        """The transcript a file is, exactly as `memex index` would see it: Claude and Codex files are
+        classified alone; for Gemini (whose chats are recognised among their folder's files) the folders
+        are listed again when an unknown file changes, at most every REDISCOVER_SECONDS (`_LATER` until
+        then). None: not a transcript."""
+        if path in self._transcripts:
+            return self._transcripts[path]
+        agent = self._agent_of.get(path)
+        if agent is None:
+            return None
+        if agent in _CLASSIFIED_BY_PATH:
+            found = adapter(agent).discover([Path(path)])
+            if found:
+                self._transcripts[path] = found[0]
+            return found[0] if found else None
+        now = self.clock()
+        if now - self._rediscovered.get(agent, float("-inf")) < REDISCOVER_SECONDS:
+            return _LATER
+        self._rediscovered[agent] = now
+        for transcript in adapter(agent).discover(self.roots[agent]):
+            self._transcripts.setdefault(str(transcript.path.resolve()), transcript)
+        return self._transcripts.get(path)

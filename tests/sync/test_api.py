@@ -1,0 +1,152 @@
+"""The daemon's HTTP API over a real socket: the token, unknown sessions, path traversal, streaming."""
+
+from __future__ import annotations
+
+import http.client
+import json
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from memex.sync.client import ApiClient
+from synctools import SLAY, TOKEN, Computer
+from transcripts import ClaudeSession, simple_turn
+
+SLAY_ID = SLAY.stem
+
+
+@pytest.fixture
+def alpha(computers, tmp_path: Path) -> Computer:
+    computer = computers("alpha")
+    computer.add_claude(SLAY, "-Users-chloe-c-slay")
+    computer.start(serve_api=True)
+    # A file next to the store that no request may ever reach.
+    (computer.home / "private.txt").write_text("PRIVATE-CONTENT-7f3a")
+    return computer
+
+
+def get(computer: Computer, path: str, token: str | None = TOKEN, method: str = "GET") -> tuple[int, bytes, dict]:
+    """One raw request (the path is sent exactly as given: no client-side normalisation)."""
+    assert computer.daemon is not None and computer.daemon.api is not None
+    connection = http.client.HTTPConnection("127.0.0.1", computer.daemon.api.port, timeout=10)
+    headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+    try:
+        connection.request(method, path, headers=headers)
+        response = connection.getresponse()
+        return response.status, response.read(), dict(response.getheaders())
+    finally:
+        connection.close()
+
+
+def test_health_needs_no_token(alpha: Computer) -> None:
+    status, body, _ = get(alpha, "/health", token=None)
+    assert status == 200 and json.loads(body)["computer"] == "alpha"
+
+
+@pytest.mark.parametrize(
+    "path", ["/v1/search?q=slay", f"/v1/sessions/{SLAY_ID}/mirror", f"/v1/sessions/{SLAY_ID}/raw", "/v1/nothing"]
+)
+@pytest.mark.parametrize("token", [None, "", "wrong-token-wrong-token", TOKEN + "x", TOKEN[:-1]])
+def test_missing_or_wrong_token_is_refused(alpha: Computer, path: str, token: str | None) -> None:
+    status, body, headers = get(alpha, path, token=token)
+    assert status == 401 and headers.get("WWW-Authenticate", "").startswith("Bearer")
+    assert b"slay" not in body.lower()
+
+
+def test_other_schemes_are_refused(alpha: Computer) -> None:
+    assert alpha.daemon is not None and alpha.daemon.api is not None
+    connection = http.client.HTTPConnection("127.0.0.1", alpha.daemon.api.port, timeout=10)
+    connection.request("GET", "/v1/search?q=slay", headers={"Authorization": f"Basic {TOKEN}"})
+    assert connection.getresponse().status == 401
+    connection.close()
+
+
+def test_search(alpha: Computer) -> None:
+    status, body, _ = get(alpha, "/v1/search?q=slay&limit=3")
+    data = json.loads(body)
+    assert status == 200 and data["computer"] == "alpha"
+    assert 0 < len(data["results"]) <= 3 and all(hit["session_id"] == SLAY_ID for hit in data["results"])
+    assert get(alpha, "/v1/search?q=")[0] == 400
+    assert get(alpha, "/v1/search?q=slay&agent=nope")[0] == 400
+    assert get(alpha, "/v1/search?q=slay&since=yesterdayish")[0] == 400
+
+
+def test_mirror(alpha: Computer) -> None:
+    status, body, _ = get(alpha, f"/v1/sessions/{SLAY_ID}/mirror")
+    data = json.loads(body)
+    assert status == 200 and data["session"]["session_id"] == SLAY_ID
+    assert data["mirror"]["messages"][0]["role"] == "user"
+
+
+def test_raw_is_the_transcript_streamed(alpha: Computer) -> None:
+    status, body, headers = get(alpha, f"/v1/sessions/{SLAY_ID}/raw")
+    assert status == 200 and body == SLAY.read_bytes()
+    assert int(headers["Content-Length"]) == SLAY.stat().st_size
+
+
+def test_unknown_sessions_are_404(alpha: Computer) -> None:
+    for session in ("00000000-0000-0000-0000-000000000000", SLAY_ID[:8], "x" * 129):
+        for what in ("mirror", "raw"):
+            status, body, _ = get(alpha, f"/v1/sessions/{session}/{what}")
+            assert status == 404, (session, what)
+            assert json.loads(body)["error"]
+
+
+def test_a_transcript_gone_from_disk_is_410(alpha: Computer) -> None:
+    transcript = alpha.claude_dir / "-Users-chloe-c-slay" / SLAY.name
+    transcript.unlink()
+    assert get(alpha, f"/v1/sessions/{SLAY_ID}/raw")[0] == 410
+
+
+TRAVERSALS = [
+    "/v1/sessions/../../../../etc/passwd/raw",
+    "/v1/sessions/..%2F..%2F..%2F..%2Fetc%2Fpasswd/raw",
+    "/v1/sessions/%2e%2e%2f%2e%2e%2fprivate.txt/raw",
+    "/v1/sessions/..%252F..%252Fetc%252Fpasswd/raw",
+    "/v1/sessions/%2Fetc%2Fpasswd/raw",
+    "/v1/sessions/..\\..\\private.txt/raw",
+    f"/v1/sessions/{SLAY_ID}/../../../etc/passwd",
+    f"/v1/sessions/{SLAY_ID}/raw/../../../private.txt",
+    f"/v1/sessions/{SLAY_ID}%00../../private.txt/raw",
+    f"/v1/sessions/{SLAY_ID}/raw?path=/etc/passwd",
+    "/v1/raw?path=/etc/passwd",
+    "/../../etc/passwd",
+    "//etc/passwd",
+    "/v1/sessions/private.txt/raw",
+    "/v1/sessions/~/raw",
+]
+
+
+@pytest.mark.parametrize("path", TRAVERSALS)
+def test_path_traversal_never_reaches_a_file(alpha: Computer, path: str) -> None:
+    status, body, _ = get(alpha, path)
+    assert b"root:" not in body and b"PRIVATE-CONTENT" not in body
+    if "?path=" in path and path.startswith(f"/v1/sessions/{SLAY_ID}/raw"):
+        assert status == 200 and body == SLAY.read_bytes()  # the query is ignored: the session's own file
+    else:
+        assert status in (400, 404)
+
+
+def test_a_session_id_that_is_a_path_is_refused(alpha: Computer) -> None:
+    transcript = alpha.claude_dir / "-Users-chloe-c-slay" / SLAY.name
+    status, body, _ = get(alpha, f"/v1/sessions/{quote(str(transcript), safe='')}/raw")
+    assert status == 404 and b"slay" not in body.lower()
+
+
+def test_only_get_is_served(alpha: Computer) -> None:
+    assert get(alpha, "/v1/search?q=slay", method="POST")[0] == 405
+    assert get(alpha, f"/v1/sessions/{SLAY_ID}/raw", method="DELETE")[0] == 405
+
+
+def test_a_large_transcript_arrives_in_blocks(computers) -> None:
+    computer = computers("alpha")
+    path = computer.claude_dir / "-home-dev-big" / "eeeeeeee-1111-2222-3333-444444444444.jsonl"
+    session = ClaudeSession(path, path.stem, cwd="/home/dev/big")
+    for n in range(300):
+        simple_turn(session, f"question {n} " + "lorem ipsum " * 400, f"answer {n} " + "dolor sit amet " * 300)
+    assert path.stat().st_size > 2_000_000
+    computer.start(serve_api=True)
+    assert computer.daemon is not None and computer.daemon.api is not None
+    blocks = list(ApiClient(computer.daemon.api.url, TOKEN, timeout=10).raw(path.stem))
+    assert len(blocks) > 10 and b"".join(blocks) == path.read_bytes()

@@ -1,0 +1,269 @@
+"""The daemon's loop with a fake clock: debounced ingest, publication on close, periodic refresh, Stop
+notifications, its lock and extra tasks; and the real `memex daemon` process."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import sqlite3
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import redis
+
+from memex.errors import UserError
+from memex.hooks.events import run as run_hook
+from memex.sync.daemon import Daemon
+from memex.sync.keys import Keys
+from memex.sync.signals import daemon_running, notify_stop
+from synctools import CODEX_SHORT, GEMINI_LEGACY, SLAY, TOKEN, Computer, settle, wait_until
+from transcripts import ClaudeSession, simple_turn
+
+SESSION = "dddddddd-1111-2222-3333-444444444444"
+
+
+def new_session(computer: Computer) -> ClaudeSession:
+    return ClaudeSession(computer.claude_dir / "-home-dev-shop" / f"{SESSION}.jsonl", SESSION)
+
+
+def publications(redis_url: str, prefix: str, session_id: str = SESSION) -> int:
+    """How many times a session's mirror went into the stream."""
+    client = redis.Redis.from_url(redis_url)
+    try:
+        return sum(
+            1 for _, fields in client.xrange(Keys(prefix).stream) if fields[b"session_id"] == session_id.encode()
+        )
+    finally:
+        client.close()
+
+
+def test_changes_are_ingested_once_they_settle(computers) -> None:
+    a = computers("alpha", daemon_debounce_seconds=2, daemon_debounce_max_seconds=10)
+    a.start()
+    session = new_session(a)
+    simple_turn(session, "first words about the ocelot build", "ok")
+    assert a.step().ingested == 0  # seen, held by the debounce
+    a.clock.advance(1)
+    simple_turn(session, "more words", "ok")
+    assert a.step().ingested == 0  # still being written
+    a.clock.advance(2)
+    assert a.step().ingested == 1  # quiet for 2 s: one ingest for both bursts
+    # A session written without pause is ingested at the latest after debounce_max.
+    ingested = 0
+    for _ in range(12):
+        simple_turn(session, "a steady stream of work", "ok")
+        a.clock.advance(1)
+        ingested += a.step().ingested
+    assert ingested == 1
+
+
+def test_a_mirror_is_published_when_its_session_closes(computers, redis_url: str, prefix: str) -> None:
+    a = computers("alpha", mirror_idle_seconds=300)
+    a.start()
+    session = new_session(a)
+    simple_turn(session, "why is the tapir service slow", "the cache is cold")
+    a.step()
+    a.clock.advance(2)
+    assert a.step().ingested == 1
+    for _ in range(29):  # 290 s of quiet: still open
+        a.clock.advance(10)
+        assert a.step().queued == 0
+    a.clock.advance(10)
+    report = a.step()
+    assert report.queued == 1 and report.sent == 1
+    assert publications(redis_url, prefix) == 1
+    for _ in range(10):  # nothing changed: nothing more to send
+        a.clock.advance(60)
+        assert a.step().queued == 0
+
+
+def test_a_long_session_is_refreshed_every_half_hour(computers, redis_url: str, prefix: str) -> None:
+    a = computers("alpha", mirror_idle_seconds=300, mirror_refresh_seconds=1800)
+    a.start()
+    session = new_session(a)
+    for minute in range(70):  # a turn a minute for 70 minutes
+        simple_turn(session, f"step {minute} of the long migration", "done")
+        a.clock.advance(58)
+        a.step()
+        a.clock.advance(2)
+        a.step()
+    assert publications(redis_url, prefix) == 2  # at 30 and 60 minutes
+    a.clock.advance(300)
+    a.step()
+    assert publications(redis_url, prefix) == 3  # and when it closes
+
+
+def test_a_stop_notification_publishes_at_once(computers, redis_url: str, prefix: str) -> None:
+    a = computers("alpha", mirror_idle_seconds=300)
+    assert not notify_stop(a.home, SESSION)  # no daemon: nothing is written
+    a.start()
+    assert daemon_running(a.home)
+    session = new_session(a)
+    simple_turn(session, "configure the kinkajou proxy", "done")
+    # Claude Code's Stop hook: it ingests the session, then tells the daemon.
+    payload = {"session_id": SESSION, "transcript_path": str(session.path), "hook_event_name": "Stop"}
+    output, entry = run_hook("Stop", json.dumps(payload).encode(), env=a.env)
+    assert output == "" and entry["status"] == "ok"
+    report = a.step()
+    assert report.sent == 1 and publications(redis_url, prefix) == 1
+    assert not list((a.home / "signals").glob("*.json"))  # taken
+
+
+def test_a_second_daemon_for_the_same_home_is_refused(computers) -> None:
+    a = computers("alpha")
+    a.start()
+    second = Daemon(a.config, clock=a.clock, serve_api=False)
+    with pytest.raises(UserError, match="already runs"):
+        second.start()
+    second.close()
+    assert daemon_running(a.home)  # the first one's pid file is untouched
+    a.stop()
+    assert not daemon_running(a.home)
+
+
+def test_extra_tasks_run_every_pass_and_their_errors_do_not_stop_it(
+    computers, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.ERROR, logger="memex")
+    calls = []
+
+    def drain_embeddings() -> None:
+        calls.append(1)
+        raise RuntimeError("model not loaded")
+
+    a = computers("alpha")
+    a.start(tasks=[drain_embeddings])
+    for _ in range(5):
+        a.clock.advance(1)
+        a.step()
+    assert len(calls) == 5
+    assert len([r for r in caplog.records if "model not loaded" in r.getMessage()]) == 1
+
+
+def test_daemon_once_from_the_cli(computers, redis_url: str, prefix: str) -> None:
+    a = computers("alpha")
+    a.env.pop("MEMEX_API_TOKEN")
+    a.add_claude(SLAY, "-Users-chloe-c-slay")
+    result = a.cli("daemon", "--once", "--no-api")
+    assert result.exit_code == 0, result.output
+    assert "computer alpha" in result.stderr and "api-token" in result.stderr
+    token_file = a.home / "api-token"
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600 and len(token_file.read_text().strip()) >= 32
+    assert publications(redis_url, prefix, SLAY.stem) == 1
+    again = a.cli("daemon", "--once", "--no-api")
+    assert again.exit_code == 0 and publications(redis_url, prefix, SLAY.stem) == 1  # nothing new to send
+
+
+def test_a_busy_api_port_is_one_clear_line(computers) -> None:
+    a = computers("alpha")
+    a.start(serve_api=True)
+    assert a.daemon is not None and a.daemon.api is not None
+    b = computers("beta", api_address=f"127.0.0.1:{a.daemon.api.port}")
+    result = b.cli("daemon", "--once")
+    assert result.exit_code == 2 and "cannot listen" in result.stderr and "Traceback" not in result.output
+
+
+def test_the_real_daemon_process(computers, tmp_path: Path) -> None:
+    """`memex daemon` as a user runs it: it announces itself, ships a new session, serves its API and stops
+    cleanly on SIGTERM."""
+    a = computers("alpha", mirror_idle_seconds=1, daemon_debounce_seconds=0, daemon_scan_seconds=0, heartbeat_seconds=1)
+    b = computers("beta")
+    b.start()
+    env = {**os.environ, **a.env}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memex", "daemon"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+
+        def alpha_live() -> bool:
+            rows = json.loads(b.cli("computers", "--json").stdout)["computers"]
+            return any(r["computer"] == "alpha" and r["status"] == "live" and r["api_url"] for r in rows)
+
+        wait_until(alpha_live, timeout=20)
+        session = new_session(a)
+        simple_turn(session, "the real daemon ships the axolotl notes", "shipped")
+
+        def received() -> bool:
+            b.step()
+            return SESSION in b.mirrors("alpha")
+
+        wait_until(received, timeout=20)
+        raw = b.cli("show", SESSION, "--raw")
+        assert raw.exit_code == 0 and raw.stdout_bytes == session.path.read_bytes()
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=20)
+        assert process.returncode == 0, err.decode()
+        assert b"memex daemon: stopped" in err and b"Traceback" not in err
+        rows = json.loads(b.cli("computers", "--json").stdout)["computers"]
+        assert next(r for r in rows if r["computer"] == "alpha")["status"] == "stale"
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_settle_helper_sanity(computers) -> None:
+    """Two idle daemons settle at once (the helper the other tests rely on)."""
+    a, b = computers("alpha"), computers("beta")
+    a.start()
+    b.start()
+    settle(a, b, passes=3)
+    assert TOKEN and a.step().waiting == 0
+
+
+def test_each_agents_new_transcripts_are_found_and_other_files_ignored(computers) -> None:
+    a = computers("alpha")
+    a.start()
+    rollout = a.codex_dir / "2025" / "11" / "13" / CODEX_SHORT.name
+    rollout.parent.mkdir(parents=True)
+    rollout.write_bytes(CODEX_SHORT.read_bytes())
+    chat = a.gemini_dir / GEMINI_LEGACY.parent.parent.name / "chats" / GEMINI_LEGACY.name
+    chat.parent.mkdir(parents=True)
+    chat.write_bytes(GEMINI_LEGACY.read_bytes())
+    (a.gemini_dir / GEMINI_LEGACY.parent.parent.name / "logs.json").write_text("[]")
+    noise = a.claude_dir / "-home-dev-shop" / SESSION / "tool-results" / "toolu_1.jsonl"
+    noise.parent.mkdir(parents=True)
+    noise.write_text('{"not": "a transcript"}\n')
+    a.step()
+    a.clock.advance(a.config.daemon_debounce_seconds)
+    assert a.step().ingested == 2
+    assert {m["agent"] for m in a.mirrors("alpha").values()} == {"codex", "gemini"}
+
+
+def test_search_on_this_computer_needs_no_daemon(computers) -> None:
+    a = computers("alpha")
+    a.add_claude(SLAY, "-Users-chloe-c-slay")
+    a.start()
+    a.stop()
+    result = a.cli("search", "slay", "--computer", "alpha", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)[0]["session_id"] == SLAY.stem
+
+
+def test_an_ingest_that_fails_is_tried_again(computers, monkeypatch: pytest.MonkeyPatch) -> None:
+    import memex.sync.daemon as daemon_module
+
+    a = computers("alpha")
+    a.start()
+    session = new_session(a)
+    simple_turn(session, "the store is locked for a moment", "ok")
+    real = daemon_module.ingest_transcript
+    calls = 0
+
+    def locked_once(*args, **kwargs):
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise sqlite3.OperationalError("database is locked")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(daemon_module, "ingest_transcript", locked_once)
+    a.step()
+    a.clock.advance(a.config.daemon_debounce_seconds)
+    assert a.step().ingested == 0  # failed, logged, kept
+    assert a.step().ingested == 1
+    assert SESSION in a.mirrors("alpha")
