@@ -11,6 +11,7 @@ from memex.cli.app import App
 from memex.cli.embed import embed_command
 from memex.cli.hooks import hook_command, hooks_group
 from memex.cli.index import index_command
+from memex.cli.related import related_group
 from memex.cli.search import search_command
 from memex.cli.sessions import sessions_group
 from memex.cli.show import show_command
@@ -81,6 +82,7 @@ for command in (
     search_command,
     sessions_group,
     show_command,
+    related_group,
     stats_command,
     hooks_group,
     hook_command,

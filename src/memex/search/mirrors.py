@@ -119,4 +119,3 @@ def mirror_hits(conn: sqlite3.Connection, mirror_ids: list[int], query: str) -> 
             }
         )
     return hits
-
