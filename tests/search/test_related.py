@@ -163,9 +163,11 @@ def test_a_path_is_embedded_once_across_sessions(store, conn, config: Config) ->
     # Seven distinct paths in four sessions; total.py and discount.py are touched by two sessions each.
     assert first.embedded == count(conn, "resource_embeddings") == 7
     assert first.sessions == 4 and first.turns == 5
+    state = conn.execute("SELECT * FROM access_pattern_state").fetchall()
     related_sessions(conn, config, AUTH, Filters(), limit=3)
     again = refresh_patterns(conn, config)
     assert (again.embedded, again.sessions, again.turns) == (0, 0, 0)
+    assert conn.execute("SELECT * FROM access_pattern_state").fetchall() == state  # nothing was written
     assert count(conn, "resource_embeddings") == 7
     # A new session on known files embeds nothing new either.
     extra = ClaudeSession(store[CART].path.with_name("ffffffff-0000-0000-0000-000000000006.jsonl"), "ffffffff-0000")

@@ -75,31 +75,61 @@ def _starts(keys: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
 
 
+def segment_sums(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Row sums of the runs of `values` beginning at `starts`, for many short runs (a turn's few files).
+
+    `np.add.reduceat` pays ~10 µs per run, which dominates when runs are one to four rows long; this adds
+    the k-th row of every run at once, for each k: a few vectorised steps whatever the number of runs.
+    """
+    lengths = np.diff(np.r_[starts, len(values)])
+    run = np.repeat(np.arange(len(starts)), lengths)
+    position = np.arange(len(values)) - np.repeat(starts, lengths)
+    order = np.argsort(position, kind="stable")
+    bounds = np.r_[0, np.cumsum(np.bincount(position))]
+    sums = np.zeros((len(starts), values.shape[1]), dtype=values.dtype)
+    for k in range(len(bounds) - 1):
+        rows = order[bounds[k] : bounds[k + 1]]
+        sums[run[rows]] += values[rows]  # one row per run at position k: no index repeats
+    return sums
+
+
 def compute_centroids(
     session_codes: np.ndarray, turn_ids: np.ndarray, resources: np.ndarray, weights: np.ndarray, vectors: np.ndarray
 ) -> Centroids:
-    """Turn and session centroids from one row per (turn, file): the turn's session code, the turn id, the
-    file's row in `vectors`, its weight. Rows are sorted by session, then turn."""
+    """Turn and session centroids from one row per file mention: the turn's session code, the turn id, the
+    file's row in `vectors`, the mention's weight. Any order; a file mentioned twice in a turn counts once,
+    with its heaviest weight."""
     dimension = vectors.shape[1] if vectors.ndim == 2 else 0
     if len(turn_ids) == 0:
         empty_i, empty_v = np.zeros(0, dtype=np.int64), np.zeros((0, dimension), dtype=np.float32)
         return Centroids(empty_i, empty_v, np.zeros(0, np.float32), empty_i, empty_i, empty_v, empty_i, empty_i)
-    weights = weights.astype(np.float32, copy=False)
+    # Sort by session, turn, file, heaviest first; keep the first row of each (turn, file).
+    order = np.lexsort((-weights, resources, turn_ids, session_codes))
+    session_codes, turn_ids, resources = session_codes[order], turn_ids[order], resources[order]
+    weights = weights[order].astype(np.float32)
+    first = np.r_[True, (turn_ids[1:] != turn_ids[:-1]) | (resources[1:] != resources[:-1])]
+    session_codes, turn_ids, resources, weights = (
+        session_codes[first],
+        turn_ids[first],
+        resources[first],
+        weights[first],
+    )
     turn_start = _starts(turn_ids)
     weighted = vectors[resources]
     weighted *= weights[:, None]
-    turn_vectors = _unit(np.add.reduceat(weighted, turn_start, axis=0))
+    turn_vectors = _unit(segment_sums(weighted, turn_start))
     del weighted
     turn_weights = np.maximum.reduceat(weights, turn_start)
     turn_files = np.diff(np.r_[turn_start, len(turn_ids)])
     turn_sessions = session_codes[turn_start]
-    session_start = _starts(turn_sessions)
+    session_start = _starts(turn_sessions)  # few long runs: reduceat suits them
     session_vectors = _unit(np.add.reduceat(turn_vectors * turn_weights[:, None], session_start, axis=0))
     session_turns = np.diff(np.r_[session_start, len(turn_sessions)])
     sessions = turn_sessions[session_start]
     # Distinct files per session: unique (session, file) pairs counted per session.
-    pairs = np.unique(session_codes.astype(np.int64) * (int(resources.max()) + 1) + resources)
-    per_session = np.bincount(pairs // (int(resources.max()) + 1), minlength=int(sessions.max()) + 1)
+    span = int(resources.max()) + 1
+    pairs = np.unique(session_codes.astype(np.int64) * span + resources)
+    per_session = np.bincount(pairs // span, minlength=int(sessions.max()) + 1)
     return Centroids(
         turn_ids[turn_start].astype(np.int64),
         turn_vectors,
@@ -112,10 +142,11 @@ def compute_centroids(
     )
 
 
-def stale_sessions(conn: sqlite3.Connection, version: str) -> tuple[list[str], int]:
-    """The sessions whose centroids are missing or out of date, and the turn watermark to record once done."""
+def stale_sessions(conn: sqlite3.Connection, version: str) -> tuple[list[str], int, int]:
+    """The sessions whose centroids are missing or out of date, the turn watermark recorded by the last
+    refresh, and the one to record once these are done."""
     row = conn.execute("SELECT turn_watermark FROM access_pattern_state WHERE model_version = ?", (version,)).fetchone()
-    seen = row[0] if row else 0
+    seen = row[0] if row else -1
     top = conn.execute("SELECT coalesce(max(id), 0) FROM turns").fetchone()[0]
     stale = {r[0] for r in conn.execute("SELECT session_id FROM session_access_patterns WHERE stale != 0")}
     if top > seen:
@@ -130,7 +161,7 @@ def stale_sessions(conn: sqlite3.Connection, version: str) -> tuple[list[str], i
             ).fetchall()
         )
         stale.update(session_id for session_id, last in newest if known.get(session_id, -1) < last)
-    return sorted(stale), top
+    return sorted(stale), seen, top
 
 
 def refresh_patterns(conn: sqlite3.Connection, config: Config, on_progress: ProgressFn | None = None) -> RefreshReport:
@@ -139,7 +170,10 @@ def refresh_patterns(conn: sqlite3.Connection, config: Config, on_progress: Prog
     started = time.perf_counter()
     version = config.resource_model_version
     report = RefreshReport()
-    stale, top = stale_sessions(conn, version)
+    stale, seen, top = stale_sessions(conn, version)
+    if not stale and top == seen:  # the usual case: nothing to write, no write lock to wait for
+        report.seconds = time.perf_counter() - started
+        return report
     if stale:
         report.embedded = embed_resources(conn, config, missing_resources(conn, config, stale), on_progress)
         for batch in _batches(stale, config.related_refresh_batch_sessions):
@@ -168,42 +202,43 @@ def _stamp() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
-def _mention_rows(conn: sqlite3.Connection, config: Config, batch: Sequence[str]) -> list[tuple]:
-    """(session id, turn id, path, resource id or None, weight): one per (turn, path), by session and turn."""
+def _mention_rows(conn: sqlite3.Connection, config: Config, batch: Sequence[str]) -> np.ndarray:
+    """One row per counted-tool mention of the batch's turns: (session's position in `batch`, turn id,
+    resource id, weight); a path without a vector has minus its mention's id in place of a resource id."""
     weight, weight_params = weight_sql(config)
     condition, condition_params = counted_tools_sql()
-    return conn.execute(
-        f"SELECT t.session_id, t.id, fm.file_path, r.id, max({weight}) FROM turns t "
-        "JOIN file_mentions fm ON fm.turn_id = t.id "
+    rows = conn.execute(
+        f"SELECT b.key, t.id, coalesce(r.id, -fm.id), {weight} FROM json_each(?) b "
+        "JOIN turns t ON t.session_id = b.value JOIN file_mentions fm ON fm.turn_id = t.id "
         "LEFT JOIN resource_embeddings r ON r.resource = fm.file_path AND r.model_version = ? "
-        f"WHERE t.session_id IN (SELECT value FROM json_each(?)) AND {condition} "
-        "GROUP BY t.id, fm.file_path ORDER BY t.session_id, t.id",
-        [*weight_params, config.resource_model_version, json_list(batch), *condition_params],
+        f"WHERE {condition}",
+        [*weight_params, json_list(batch), config.resource_model_version, *condition_params],
     ).fetchall()
+    return np.array(rows, dtype=np.int64).reshape(len(rows), 4)
 
 
 def _refresh_batch(conn: sqlite3.Connection, config: Config, batch: Sequence[str]) -> int:
     """Recompute the centroids of `batch` (inside the caller's write transaction); turn centroids written."""
     rows = _mention_rows(conn, config, batch)
-    late = [row[2] for row in rows if row[3] is None and counts(row[2])]
-    if late:  # mentioned since the paths were embedded (an ingest wrote meanwhile): few, embedded now
-        store_vectors(conn, config, late)
-        rows = _mention_rows(conn, config, batch)
-    rows = [row for row in rows if row[3] is not None]
+    unknown = rows[rows[:, 2] < 0, 2]
+    if len(unknown):
+        paths = conn.execute(
+            "SELECT DISTINCT file_path FROM file_mentions WHERE id IN (SELECT value FROM json_each(?))",
+            (json_list((-unknown).tolist()),),
+        ).fetchall()
+        late = [path for (path,) in paths if counts(path)]
+        if late:  # mentioned since the paths were embedded (an ingest wrote meanwhile): few, embedded now
+            store_vectors(conn, config, late)
+            rows = _mention_rows(conn, config, batch)
+        rows = rows[rows[:, 2] > 0]  # the rest are paths that do not count
     watermarks = conn.execute(
         "SELECT session_id, max(id) FROM turns WHERE session_id IN (SELECT value FROM json_each(?)) "
         "GROUP BY session_id",
         (json_list(batch),),
     ).fetchall()
-    codes = {session_id: code for code, session_id in enumerate(batch)}
-    resource_ids = sorted({row[3] for row in rows})
-    position = {resource_id: i for i, resource_id in enumerate(resource_ids)}
+    resource_ids, positions = np.unique(rows[:, 2], return_inverse=True)
     centroids = compute_centroids(
-        np.fromiter((codes[row[0]] for row in rows), dtype=np.int64, count=len(rows)),
-        np.fromiter((row[1] for row in rows), dtype=np.int64, count=len(rows)),
-        np.fromiter((position[row[3]] for row in rows), dtype=np.int64, count=len(rows)),
-        np.fromiter((row[4] for row in rows), dtype=np.float32, count=len(rows)),
-        load_vectors(conn, resource_ids),
+        rows[:, 0], rows[:, 1], positions.reshape(-1), rows[:, 3], load_vectors(conn, resource_ids.tolist())
     )
     version, stamp, batch_json = config.resource_model_version, _stamp(), json_list(batch)
     turn_sessions = np.repeat(centroids.sessions, centroids.session_turns)
