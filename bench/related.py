@@ -223,6 +223,11 @@ def main() -> None:
             timed(lambda q=q: related_sessions(conn, config, q, Filters(project=project), 10)) for q in queries[:10]
         ]
         env = {**os.environ, "MEMEX_HOME": str(home)}
+        startup = []
+        for _ in range(10):
+            started = time.perf_counter()
+            subprocess.run([str(MEMEX), "--version"], env=env, check=True, capture_output=True)
+            startup.append((time.perf_counter() - started) * 1000)
         process = []
         for q in queries[:10]:
             started = time.perf_counter()
@@ -241,7 +246,7 @@ def main() -> None:
                 conn.execute(
                     "INSERT INTO turns (id, session_id, line_index, end_line_index, kind, full_text, started_at) "
                     "VALUES (?, ?, ?, ?, 'prompt', '', ?)",
-                    (turn_id, q, 100_000 + n, 100_000 + n, stamp(10_000_000 + n)),
+                    (turn_id, q, 10_000_000 + turn_id, 10_000_000 + turn_id, stamp(10_000_000 + n)),
                 )
                 conn.executemany(
                     "INSERT INTO file_mentions (turn_id, session_id, file_path, tool_name) VALUES (?, ?, ?, 'Edit')",
@@ -271,6 +276,7 @@ def main() -> None:
     row("sessions, centroids cached", cached_sessions, "top 10 of all sessions, shared files listed")
     row("sessions, cached, --project", in_project, "one project's 50 sessions")
     row("sessions, cached, `memex` process", process, "start-up and imports included")
+    row("`memex --version` process", startup, "start-up alone, for comparison")
     row("turns --window 3, cached", cached_turns, f"stage 1: {config.related_candidate_sessions} sessions")
     row("sessions after its session gained a turn", incremental, "the watermark recomputes one session")
     row("sessions, cold (no centroid yet)", cold_sessions, "refresh of every centroid included")

@@ -65,8 +65,8 @@ def sessions_command(app: App, session: str | None, limit: int, as_json: bool, *
 @click.option(
     "--window",
     type=click.IntRange(1),
-    help="Consecutive turns compared (default: related_window_turns, 3): this session's last N against "
-    "every stretch of N turns of the nearest sessions.",
+    help="Consecutive turns compared (default: the related_window_turns setting, 3 unless changed): this "
+    "session's last N against every stretch of N turns of the nearest sessions.",
 )
 @click.pass_obj
 def turns_command(app: App, session: str | None, limit: int, as_json: bool, window: int | None, **options: Any) -> None:

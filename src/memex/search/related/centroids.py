@@ -22,7 +22,6 @@ import sqlite3
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import numpy as np
 
@@ -39,6 +38,7 @@ from memex.search.related.resources import (
     weight_sql,
 )
 from memex.store.db import transaction
+from memex.textutil import normalize_timestamp
 
 
 @dataclass
@@ -86,8 +86,8 @@ def segment_sums(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     position = np.arange(len(values)) - np.repeat(starts, lengths)
     order = np.argsort(position, kind="stable")
     bounds = np.r_[0, np.cumsum(np.bincount(position))]
-    sums = np.zeros((len(starts), values.shape[1]), dtype=values.dtype)
-    for k in range(len(bounds) - 1):
+    sums = values[starts]  # every run's first row (a copy)
+    for k in range(1, len(bounds) - 1):
         rows = order[bounds[k] : bounds[k + 1]]
         sums[run[rows]] += values[rows]  # one row per run at position k: no index repeats
     return sums
@@ -186,7 +186,7 @@ def refresh_patterns(conn: sqlite3.Connection, config: Config, on_progress: Prog
             "INSERT INTO access_pattern_state (model_version, turn_watermark, updated_at) VALUES (?, ?, ?) "
             "ON CONFLICT (model_version) DO UPDATE SET turn_watermark = excluded.turn_watermark, "
             "updated_at = excluded.updated_at WHERE excluded.turn_watermark > turn_watermark",
-            (version, top, _stamp()),
+            (version, top, normalize_timestamp(time.time())),
         )
     report.seconds = time.perf_counter() - started
     return report
@@ -196,10 +196,6 @@ def _batches(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
     size = max(1, size)
     for start in range(0, len(items), size):
         yield items[start : start + size]
-
-
-def _stamp() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def _mention_rows(conn: sqlite3.Connection, config: Config, batch: Sequence[str]) -> np.ndarray:
@@ -240,7 +236,7 @@ def _refresh_batch(conn: sqlite3.Connection, config: Config, batch: Sequence[str
     centroids = compute_centroids(
         rows[:, 0], rows[:, 1], positions.reshape(-1), rows[:, 3], load_vectors(conn, resource_ids.tolist())
     )
-    version, stamp, batch_json = config.resource_model_version, _stamp(), json_list(batch)
+    version, stamp, batch_json = config.resource_model_version, normalize_timestamp(time.time()), json_list(batch)
     turn_sessions = np.repeat(centroids.sessions, centroids.session_turns)
     conn.execute("DELETE FROM turn_access_patterns WHERE session_id IN (SELECT value FROM json_each(?))", (batch_json,))
     conn.executemany(

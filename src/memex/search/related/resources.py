@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 
 import numpy as np
 import orjson
@@ -27,6 +27,7 @@ import orjson
 from memex.config import Config
 from memex.embed.model import load_embedder
 from memex.store.db import transaction
+from memex.textutil import normalize_timestamp
 
 # Tools whose file mention means the turn changed the file (they weigh `related_edit_weight`).
 CHANGING_TOOLS = (
@@ -149,7 +150,7 @@ def _embed(config: Config, paths: Sequence[str]) -> np.ndarray:
 
 
 def _insert(conn: sqlite3.Connection, config: Config, paths: Sequence[str], vectors: np.ndarray) -> int:
-    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    stamp = normalize_timestamp(time.time())
     return conn.executemany(
         "INSERT OR IGNORE INTO resource_embeddings (resource, model_version, embedding, created_at) "
         "VALUES (?, ?, ?, ?)",
