@@ -159,7 +159,9 @@ def test_real_codex_sessions_of_one_project(tmp_path: Path, config: Config, conn
 
 
 def test_a_path_is_embedded_once_across_sessions(store, conn, config: Config) -> None:
-    first = refresh_patterns(conn, config)
+    progress: list[tuple[int, int]] = []
+    first = refresh_patterns(conn, config, on_progress=lambda done, total: progress.append((done, total)))
+    assert progress[-1] == (7, 7) and all(total == 7 for _, total in progress)
     # Seven distinct paths in four sessions; total.py and discount.py are touched by two sessions each.
     assert first.embedded == count(conn, "resource_embeddings") == 7
     assert first.sessions == 4 and first.turns == 5
