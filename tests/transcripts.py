@@ -266,3 +266,23 @@ class GeminiChat:
 
     def turn(self, prompt: str, answer: str) -> None:
         self.write(self.user(prompt), self.touch(), self.gemini(answer), self.touch())
+
+
+def files_turn(
+    session: ClaudeSession, prompt: str, reads: tuple[str, ...] = (), edits: tuple[str, ...] = (), answer: str = "Done."
+) -> None:
+    """Append one complete exchange whose assistant reads then edits files (paths relative to the cwd)."""
+    session.write(session.prompt(prompt))
+    message_id = f"msg_files_{next(session.counter)}"
+    calls = [("Read", path, {}) for path in reads] + [
+        ("Edit", path, {"old_string": "a", "new_string": "b"}) for path in edits
+    ]
+    for name, path, extra in calls:
+        tool_id = f"toolu_{next(session.counter)}"
+        session.write(
+            session.assistant(
+                tool_use(tool_id, name, file_path=f"{session.cwd}/{path}", **extra), message_id=message_id
+            )
+        )
+        session.write(session.tool_result(tool_id, "ok"))
+    session.write(session.assistant(text(answer)))

@@ -16,6 +16,10 @@ DEFAULT_HOME = Path("~/.local/share/memex")
 # Version of the recipes that turn chunks, turns and sessions into the texts that get embedded
 # (memex.ingest.embed_texts). Bump it when a recipe changes: every vector is then re-embedded lazily.
 EMBED_TEXT_VERSION = 1
+# Version of the recipe that turns a file path into the text its resource vector is computed from, and of
+# the rules saying which mentions count (memex.search.related.resources). Bump it when either changes:
+# every path is then re-embedded, and every centroid recomputed, lazily on the next `memex find-related`.
+RESOURCE_TEXT_VERSION = 1
 
 
 def _hostname() -> str:
@@ -100,6 +104,36 @@ class Config:
     # memory traffic than the float matrix at a loss of recall measured in bench/search.py.
     search_binary_above: int = 200_000
     search_rerank_factor: int = 20
+
+    # --- find-related: access patterns (memex.search.related) ------------------------------------------
+    # A file a turn changed weighs this many times a file it only read, searched through a shell, or
+    # that the user @-mentioned: the files a stretch of work edits say more about it than those it looked
+    # at on the way (a session reads many files to change a few). 2, not more: reads still place the work.
+    related_edit_weight: int = 2
+    # `find-related turns`: windows of this many consecutive turns (that touched files) are compared. Three
+    # is a short stretch of work (a request, its follow-up, the fix); `--window` changes it per call.
+    related_window_turns: int = 3
+    # `find-related turns`, stage 1: the sessions whose centroid is nearest are the only ones whose windows
+    # stage 2 scores. 50 leaves room for many windows per --limit while keeping stage 2 to a few thousand
+    # turn vectors (milliseconds; bench/related.py).
+    related_candidate_sessions: int = 50
+    # At most this many (non-overlapping) windows of one session in the results, so one long session
+    # cannot fill the page with near-identical stretches.
+    related_windows_per_session: int = 2
+    # Shared files listed as the reason of a result (the rest is counted).
+    related_reason_files: int = 5
+    # A result turn's prompt is cut to this many characters (JSON included: an agent reads it).
+    related_prompt_chars: int = 300
+    # A path's text is cut to this many characters before embedding (real paths are far shorter; a longer
+    # one is a parsing accident and must not cost more than a short sentence).
+    related_path_max_chars: int = 256
+    # Centroids are recomputed this many sessions per write transaction: a cold first run over 10k sessions
+    # then holds the write lock for well under a second at a time, so a Stop hook (5 s busy timeout) never
+    # gives up waiting for it, and an interrupted run keeps what it finished.
+    related_refresh_batch_sessions: int = 500
+    # The first `find-related` shows a progress bar (on a terminal) when at least this many paths wait to be
+    # embedded: ~1 s of work at ~40 paths per second, the point where silence looks like a hang.
+    related_progress_min_paths: int = 40
 
     # --- Claude Code hooks (memex.hooks) ---------------------------------------------------------------
     # 0 turns every hook into a silent no-op without uninstalling it.
@@ -221,6 +255,11 @@ class Config:
         """What a vector depends on: the model, the chunking, and the text recipes with their bounds."""
         bounds = f"{self.embed_chunk_max_chars}-{self.embed_turn_max_chars}-{self.embed_session_max_chars}"
         return f"{self.embed_model}:c{self.chunk_max_tokens}o{self.chunk_overlap_tokens}:t{EMBED_TEXT_VERSION}-{bounds}"
+
+    @property
+    def resource_model_version(self) -> str:
+        """What a file path's vector depends on: the model and the path recipe (not the chunking)."""
+        return f"{self.embed_model}:r{RESOURCE_TEXT_VERSION}"
 
     @property
     def db_path(self) -> Path:

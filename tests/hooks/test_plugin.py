@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = ROOT / "plugin"
 SKILLS = sorted((PLUGIN / "skills").glob("*/SKILL.md"))
 # Commands a skill may name before they exist (documented in the skill, with a fallback).
-NOT_YET = {"find-related"}
+NOT_YET: set[str] = set()
 
 
 def frontmatter(path: Path) -> dict[str, str]:

@@ -13,6 +13,7 @@ from memex.cli.daemon import daemon_command
 from memex.cli.embed import embed_command
 from memex.cli.hooks import hook_command, hooks_group
 from memex.cli.index import index_command
+from memex.cli.related import related_group
 from memex.cli.search import search_command
 from memex.cli.sessions import sessions_group
 from memex.cli.show import show_command
@@ -83,6 +84,7 @@ for command in (
     search_command,
     sessions_group,
     show_command,
+    related_group,
     stats_command,
     hooks_group,
     hook_command,

@@ -287,6 +287,57 @@ MIGRATIONS: list[str] = [
         last_seen TEXT NOT NULL
     );
     """,
+    # 5: find-related (access patterns). `resource_embeddings` caches one vector per distinct file path (as
+    # file_mentions stores it, relative to its project) and resource model version, shared by every session;
+    # it only grows. The centroids are computed lazily by `memex find-related`, never at ingest: per turn the
+    # weighted mean of its files' vectors, per session the weighted mean of its turns' (subagent turns
+    # included). A session's `max_turn_id` is its watermark (its highest turn id when computed: a session
+    # that gained turns since is recomputed); `access_pattern_state.turn_watermark` is the highest turn id
+    # of the last refresh, so a refresh only looks at newer turns. Deleting a turn deletes its centroid and
+    # marks its session stale (the triggers below; deleting a session cascades).
+    """
+    CREATE TABLE resource_embeddings (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        resource TEXT NOT NULL,
+        model_version TEXT NOT NULL,
+        embedding BLOB NOT NULL,
+        created_at TEXT NOT NULL,
+        UNIQUE (resource, model_version)
+    );
+
+    CREATE TABLE turn_access_patterns (
+        turn_id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        model_version TEXT NOT NULL,
+        weight REAL NOT NULL,
+        files INTEGER NOT NULL,
+        embedding BLOB NOT NULL
+    );
+    CREATE INDEX turn_access_patterns_session ON turn_access_patterns(session_id);
+
+    CREATE TABLE session_access_patterns (
+        session_id TEXT PRIMARY KEY REFERENCES sessions(session_id) ON DELETE CASCADE,
+        model_version TEXT NOT NULL,
+        turns INTEGER NOT NULL,
+        files INTEGER NOT NULL,
+        max_turn_id INTEGER NOT NULL,
+        stale INTEGER NOT NULL DEFAULT 0,
+        embedding BLOB,
+        computed_at TEXT NOT NULL
+    );
+    CREATE INDEX session_access_patterns_stale ON session_access_patterns(session_id) WHERE stale != 0;
+
+    CREATE TABLE access_pattern_state (
+        model_version TEXT PRIMARY KEY,
+        turn_watermark INTEGER NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+
+    CREATE TRIGGER turns_access_patterns_delete AFTER DELETE ON turns BEGIN
+        DELETE FROM turn_access_patterns WHERE turn_id = old.id;
+        UPDATE session_access_patterns SET stale = 1 WHERE session_id = old.session_id AND stale = 0;
+    END;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

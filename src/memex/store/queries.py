@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from dataclasses import dataclass
@@ -277,3 +278,17 @@ def statistics(conn: sqlite3.Connection, db_path: Path) -> dict[str, Any]:
             )
         ],
     }
+
+
+def latest_session_in(conn: sqlite3.Connection, folder: str) -> str | None:
+    """The most recently active session of the project `folder` is in: the deepest indexed project that is
+    `folder` or a folder above it (as written, or with links resolved)."""
+    candidates: list[str] = []
+    for path in dict.fromkeys((Path(folder), Path(folder).resolve())):
+        candidates += [str(path), *(str(parent) for parent in path.parents)]
+    row = conn.execute(
+        "SELECT session_id FROM sessions WHERE rtrim(project_dir, '/') IN (SELECT value FROM json_each(?)) "
+        "ORDER BY length(project_dir) DESC, coalesce(ended_at, started_at) DESC, session_id LIMIT 1",
+        (json.dumps(list(dict.fromkeys(candidates))),),
+    ).fetchone()
+    return row[0] if row else None

@@ -1,0 +1,170 @@
+"""`memex find-related sessions|turns [SESSION]`: earlier work on the same files."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import click
+from rich.progress import Progress
+from rich.text import Text
+
+from memex.cli.app import App
+from memex.cli.options import build_filters, filter_options, json_option
+from memex.cli.render import count_progress, project_name, short_time, subagent_label
+from memex.errors import UserError
+from memex.search.related import related_sessions, related_turns
+from memex.search.related.resources import ProgressFn
+from memex.store.queries import latest_session_in, resolve_session
+from memex.textutil import shorten
+
+
+@click.group("find-related")
+def related_group() -> None:
+    """Sessions and turns that worked on the same files as a session.
+
+    SESSION is an id or a unique prefix; by default, the most recent session of the project the current
+    folder is in. File paths are embedded once (a progress bar shows a long first run) and compared by
+    meaning, so `src/cart/total.py` is near `src/cart/discount.py`.
+    """
+
+
+def common_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    func = json_option(func)
+    func = click.option("--limit", type=click.IntRange(1), default=10, show_default=True)(func)
+    func = filter_options("project", "agent")(func)
+    return click.argument("session", required=False)(func)
+
+
+@related_group.command("sessions")
+@common_options
+@click.pass_obj
+def sessions_command(app: App, session: str | None, limit: int, as_json: bool, **options: Any) -> None:
+    """Sessions whose files resemble SESSION's most, with the files they share."""
+    conn = open_store(app)
+    session_id = query_session(conn, session)
+    with embedding_progress(app) as progress:
+        found = related_sessions(conn, app.config, session_id, build_filters(**options), limit, progress)
+    if as_json:
+        app.emit_json(found)
+        return
+    print_header(app, found)
+    for number, hit in enumerate(found["results"], 1):
+        app.out.print(result_head(number, hit))
+        if hit["title"]:
+            app.out.print(Text("   " + shorten(hit["title"], 100), style="bold"))
+        app.out.print(shared_line(hit))
+        app.out.print()
+
+
+@related_group.command("turns")
+@common_options
+@click.option(
+    "--window",
+    type=click.IntRange(1),
+    help="Consecutive turns compared (default: the related_window_turns setting, 3 unless changed): this "
+    "session's last N against every stretch of N turns of the nearest sessions.",
+)
+@click.pass_obj
+def turns_command(app: App, session: str | None, limit: int, as_json: bool, window: int | None, **options: Any) -> None:
+    """Stretches of turns in other sessions that worked on the files of SESSION's last turns."""
+    conn = open_store(app)
+    session_id = query_session(conn, session)
+    size = window or app.config.related_window_turns
+    with embedding_progress(app) as progress:
+        found = related_turns(conn, app.config, session_id, build_filters(**options), limit, size, progress)
+    if as_json:
+        app.emit_json(found)
+        return
+    for warning in found["warnings"]:
+        app.err.print(f"[yellow]warning:[/] {warning}", markup=True, highlight=False, soft_wrap=True)
+    print_header(app, found)
+    for number, hit in enumerate(found["results"], 1):
+        head = result_head(number, hit)
+        count = len(hit["turns"])
+        head.append(f"  {count} turn{'' if count == 1 else 's'}", style="dim")
+        app.out.print(head)
+        for turn in hit["turns"]:
+            line = Text(f"   › {short_time(turn['started_at'])} ", style="dim")
+            if turn["agent_id"]:
+                line.append(subagent_label(turn["agent_id"]) + " ", style="magenta")
+            line.append(shorten(turn["prompt"], 110), style="default")
+            app.out.print(line)
+        app.out.print(shared_line(hit))
+        app.out.print()
+
+
+# --- shared by both commands ---------------------------------------------------------------------------
+
+
+def open_store(app: App) -> sqlite3.Connection:
+    """The store, read-write (the path vectors and centroids are cached in it); never a new empty one."""
+    if not app.config.db_path.exists():
+        raise UserError(f"no memex database at {app.config.db_path} yet: run `memex index` first")
+    return app.db()
+
+
+def query_session(conn: sqlite3.Connection, prefix: str | None) -> str:
+    """The session given by id or prefix, or the latest one of the current folder's project."""
+    if prefix is not None:
+        return resolve_session(conn, prefix)
+    folder = os.getcwd()
+    found = latest_session_in(conn, folder)
+    if found is None:
+        raise UserError(f"no indexed session of this project ({folder}): give a session id, or run `memex index`")
+    return found
+
+
+@contextlib.contextmanager
+def embedding_progress(app: App) -> Iterator[ProgressFn]:
+    """A (done, total) callback that shows a bar on stderr (terminal only) once many paths wait to be embedded."""
+    with contextlib.ExitStack() as stack:
+        bars: list[Progress] = []
+
+        def update(done: int, total: int) -> None:
+            if not bars:
+                if total < app.config.related_progress_min_paths:
+                    return
+                bars.append(stack.enter_context(count_progress(app.err, total, "Embedding file paths")))
+            bars[0].update(bars[0].task_ids[0], completed=done)
+
+        yield update
+
+
+def print_header(app: App, found: dict[str, Any]) -> None:
+    session = found["session"]
+    head = Text("Related to ", style="bold")
+    head.append(session["session_id"][:8], style="cyan")
+    head.append(
+        f"  {short_time(session['started_at'])} · {session['agent']} · {project_name(session['project_dir'])}"
+        f" · {session['file_count']} files",
+        style="dim",
+    )
+    app.out.print(head)
+    if session["title"]:
+        app.out.print(Text(shorten(session["title"], 100), style="dim"))
+    app.out.print()
+    if not found["results"]:
+        app.err.print("No other session touched files to compare with (under these filters).")
+
+
+def result_head(number: int, hit: dict[str, Any]) -> Text:
+    head = Text(f"{number}. ", style="bold")
+    head.append(hit["session_id"][:8], style="cyan")
+    head.append(f"  {short_time(hit['started_at'])} · {hit['agent']} · {project_name(hit['project_dir'])}", style="dim")
+    head.append(f"  {hit['score']:.3f}", style="green")
+    return head
+
+
+def shared_line(hit: dict[str, Any]) -> Text:
+    if not hit["shared_count"]:
+        line = Text("   no file in common; nearest by name: ", style="dim")
+        line.append(", ".join(hit["files"]) or "—")
+        return line
+    more = hit["shared_count"] - len(hit["shared_files"])
+    line = Text(f"   shared ({hit['shared_count']}): ", style="dim")
+    line.append(", ".join(hit["shared_files"]) + (f" (+{more} more)" if more > 0 else ""), style="yellow")
+    return line

@@ -1,0 +1,257 @@
+"""find-related: the sessions and the stretches of turns that worked on the same files as a given session.
+
+Both rank by cosine similarity of access-pattern centroids (memex.search.related.centroids), refreshed
+first. `related_sessions` compares session centroids. `related_turns` works in two stages: stage 1 keeps the
+`related_candidate_sessions` sessions whose centroid is nearest to what the session is doing now (the mean
+of its last N turn centroids); stage 2 slides a window of N consecutive turn centroids over each candidate
+and ranks the windows by their similarity to that same mean. Every result names the files it shares with
+the session as its reason. The returned dicts are the `--json` contract.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from memex.config import Config
+from memex.errors import UserError
+from memex.search.related.centroids import refresh_patterns
+from memex.search.related.resources import ProgressFn, counted_tools_sql, json_list, weight_sql
+from memex.search.related.windows import best_windows, mean_direction
+from memex.store.queries import Filters, turns_by_ids, where
+from memex.textutil import shorten
+
+_SESSION_FIELDS = "session_id, agent, computer, project_dir, title, started_at, ended_at"
+
+
+def related_sessions(
+    conn: sqlite3.Connection,
+    config: Config,
+    session_id: str,
+    filters: Filters,
+    limit: int,
+    on_progress: ProgressFn | None = None,
+) -> dict[str, Any]:
+    """The `limit` sessions (under `filters`, never `session_id` itself) whose files resemble its files most."""
+    refresh_patterns(conn, config, on_progress)
+    query = _query_session(conn, config, session_id)
+    others = dataclasses.replace(filters, exclude_session=session_id)
+    ids, matrix = _session_centroids(conn, config, others, len(query["vector"]))
+    scores = matrix @ query["vector"]
+    chosen = [(ids[i], float(scores[i])) for i in _top(scores, limit)]
+    files = _file_weights(conn, config, "t.session_id", [session_id, *(sid for sid, _ in chosen)])
+    info = _sessions_info(conn, [sid for sid, _ in chosen])
+    mine = files.get(session_id, {})
+    results = []
+    for sid, score in chosen:
+        shared = _shared(mine, files.get(sid, {}))
+        results.append(
+            {
+                **info[sid],
+                "score": round(score, 4),
+                "file_count": len(files.get(sid, {})),
+                "files": _ranked(files.get(sid, {}))[: config.related_reason_files],
+                "shared_count": len(shared),
+                "shared_files": shared[: config.related_reason_files],
+            }
+        )
+    return {"session": _public(query), "results": results, "warnings": []}
+
+
+def related_turns(
+    conn: sqlite3.Connection,
+    config: Config,
+    session_id: str,
+    filters: Filters,
+    limit: int,
+    window: int,
+    on_progress: ProgressFn | None = None,
+) -> dict[str, Any]:
+    """The `limit` best windows of `window` consecutive turns, in other sessions (under `filters`), that
+    worked on the files of this session's last `window` turns."""
+    refresh_patterns(conn, config, on_progress)
+    query = _query_session(conn, config, session_id)
+    own_ids, own_vectors = _turn_centroids(conn, config, [session_id])[session_id]
+    recent_ids, recent = own_ids[-window:], own_vectors[-window:]
+    warnings = []
+    if len(recent_ids) < window:
+        warnings.append(
+            f"session {session_id[:8]} has only {len(recent_ids)} turn{'s' if len(recent_ids) != 1 else ''} that "
+            f"touched files (fewer than the window of {window}): all of them are used"
+        )
+    target = mean_direction(recent)
+    # Stage 1: the candidate sessions nearest to what the session is doing now.
+    others = dataclasses.replace(filters, exclude_session=session_id)
+    ids, matrix = _session_centroids(conn, config, others, len(target))
+    candidates = [ids[i] for i in _top(matrix @ target, config.related_candidate_sessions)]
+    # Stage 2: windows of consecutive turn centroids in each candidate.
+    found: list[tuple[float, str, list[int]]] = []
+    for sid, (turn_ids, vectors) in _turn_centroids(conn, config, candidates).items():
+        for w in best_windows(vectors, target, window, config.related_windows_per_session):
+            found.append((w.score, sid, [int(t) for t in turn_ids[w.start : w.end]]))
+    found.sort(key=lambda item: (-item[0], item[1], item[2][0]))
+    found = found[:limit]
+    recent_list = [int(t) for t in recent_ids]
+    turn_files = _file_weights(conn, config, "t.id", [*recent_list, *(t for _, _, ts in found for t in ts)])
+    mine = _merge(turn_files, recent_list)
+    turns = turns_by_ids(conn, [t for _, _, ts in found for t in ts])
+    info = _sessions_info(conn, [sid for _, sid, _ in found])
+    results = []
+    for score, sid, window_turns in found:
+        theirs = _merge(turn_files, window_turns)
+        shared = _shared(mine, theirs)
+        results.append(
+            {
+                **info[sid],
+                "score": round(score, 4),
+                "turns": [_turn(turns[t], config) for t in window_turns],
+                "file_count": len(theirs),
+                "files": _ranked(theirs)[: config.related_reason_files],
+                "shared_count": len(shared),
+                "shared_files": shared[: config.related_reason_files],
+            }
+        )
+    return {
+        "session": _public(query),
+        "window": window,
+        "query_turns": recent_list,
+        "results": results,
+        "warnings": warnings,
+    }
+
+
+# --- reading centroids ---------------------------------------------------------------------------------
+
+
+def _query_session(conn: sqlite3.Connection, config: Config, session_id: str) -> dict[str, Any]:
+    """The session's facts and centroid; a UserError when it touched no file that counts."""
+    row = conn.execute(
+        "SELECT p.embedding, p.turns, p.files FROM session_access_patterns p "
+        "WHERE p.session_id = ? AND p.model_version = ?",
+        (session_id, config.resource_model_version),
+    ).fetchone()
+    if row is None or row[0] is None:
+        raise UserError(
+            f"session {session_id[:8]} touched no files (no read, edit or @-mention of a file): "
+            "there is nothing to find related work by"
+        )
+    info = _sessions_info(conn, [session_id])[session_id]
+    return {**info, "turn_count": row[1], "file_count": row[2], "vector": np.frombuffer(row[0], dtype="<f4")}
+
+
+def _public(query: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in query.items() if key != "vector"}
+
+
+def _session_centroids(
+    conn: sqlite3.Connection, config: Config, filters: Filters, dimension: int
+) -> tuple[list[str], np.ndarray]:
+    """(session ids, their centroids as rows) of the sessions matching `filters`."""
+    clauses, params = filters.session_clauses("s")
+    clauses = ["p.embedding IS NOT NULL", "p.model_version = ?", *clauses]
+    rows = conn.execute(
+        "SELECT p.session_id, p.embedding FROM session_access_patterns p "
+        f"JOIN sessions s ON s.session_id = p.session_id{where(clauses)}",
+        [config.resource_model_version, *params],
+    ).fetchall()
+    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), dimension)
+    return [r[0] for r in rows], matrix
+
+
+def _turn_centroids(
+    conn: sqlite3.Connection, config: Config, session_ids: Sequence[str]
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per session, (turn ids, turn centroids) in the order the turns happened (subagents' included)."""
+    rows = conn.execute(
+        "SELECT p.session_id, p.turn_id, p.embedding FROM turn_access_patterns p JOIN turns t ON t.id = p.turn_id "
+        "WHERE p.session_id IN (SELECT value FROM json_each(?)) AND p.model_version = ? "
+        "ORDER BY p.session_id, coalesce(t.started_at, ''), t.agent_id != '', t.line_index",
+        (json_list(session_ids), config.resource_model_version),
+    ).fetchall()
+    grouped: dict[str, tuple[list[int], list[bytes]]] = {}
+    for session_id, turn_id, blob in rows:
+        ids, blobs = grouped.setdefault(session_id, ([], []))
+        ids.append(turn_id)
+        blobs.append(blob)
+    result = {
+        sid: (np.array(ids, dtype=np.int64), np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), -1))
+        for sid, (ids, blobs) in grouped.items()
+    }
+    empty = (np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32))
+    return {sid: result.get(sid, empty) for sid in session_ids}
+
+
+def _top(scores: np.ndarray, k: int) -> list[int]:
+    """Positions of the `k` highest scores, best first."""
+    k = min(k, len(scores))
+    if k <= 0:
+        return []
+    best = np.argpartition(-scores, k - 1)[:k]
+    return [int(i) for i in best[np.argsort(-scores[best], kind="stable")]]
+
+
+# --- reasons: the files behind a result ----------------------------------------------------------------
+
+
+def _file_weights(
+    conn: sqlite3.Connection, config: Config, key: str, ids: Sequence[object]
+) -> dict[Any, dict[str, float]]:
+    """Per session (`key` "t.session_id") or turn ("t.id"), each counted file with its weight: the heaviest
+    mention's weight times the number of turns that touched it."""
+    weight, weight_params = weight_sql(config)
+    condition, condition_params = counted_tools_sql()
+    rows = conn.execute(
+        f"SELECT {key}, fm.file_path, max({weight}) * count(DISTINCT t.id) FROM turns t "
+        "JOIN file_mentions fm ON fm.turn_id = t.id "
+        "JOIN resource_embeddings r ON r.resource = fm.file_path AND r.model_version = ? "
+        f"WHERE {key} IN (SELECT value FROM json_each(?)) AND {condition} GROUP BY {key}, fm.file_path",
+        [*weight_params, config.resource_model_version, json_list(list(dict.fromkeys(ids))), *condition_params],
+    ).fetchall()
+    found: dict[Any, dict[str, float]] = {}
+    for owner, path, value in rows:
+        found.setdefault(owner, {})[path] = float(value)
+    return found
+
+
+def _merge(per_turn: dict[Any, dict[str, float]], turn_ids: Sequence[int]) -> dict[str, float]:
+    merged: dict[str, float] = {}
+    for turn_id in turn_ids:
+        for path, value in per_turn.get(turn_id, {}).items():
+            merged[path] = merged.get(path, 0.0) + value
+    return merged
+
+
+def _ranked(files: dict[str, float]) -> list[str]:
+    return sorted(files, key=lambda path: (-files[path], path))
+
+
+def _shared(mine: dict[str, float], theirs: dict[str, float]) -> list[str]:
+    """The files both touched, the most worked on (by both together) first."""
+    both = {path: mine[path] + theirs[path] for path in mine.keys() & theirs.keys()}
+    return _ranked(both)
+
+
+# --- facts shown with a result -------------------------------------------------------------------------
+
+
+def _sessions_info(conn: sqlite3.Connection, session_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    rows = conn.execute(
+        f"SELECT {_SESSION_FIELDS} FROM sessions WHERE session_id IN (SELECT value FROM json_each(?))",
+        (json_list(session_ids),),
+    ).fetchall()
+    return {row["session_id"]: dict(row) for row in rows}
+
+
+def _turn(turn: dict[str, Any], config: Config) -> dict[str, Any]:
+    prompt = turn["prompt_text"] or turn["full_text"]
+    return {
+        "turn_id": turn["id"],
+        "agent_id": turn["agent_id"],
+        "line_index": turn["line_index"],
+        "started_at": turn["started_at"],
+        "prompt": shorten(prompt, config.related_prompt_chars),
+    }
