@@ -267,3 +267,21 @@ def test_an_ingest_that_fails_is_tried_again(computers, monkeypatch: pytest.Monk
     assert a.step().ingested == 0  # failed, logged, kept
     assert a.step().ingested == 1
     assert SESSION in a.mirrors("alpha")
+
+
+def test_the_daemon_embeds_what_it_ingested(computers) -> None:
+    from memex.embed.worker import EmbedStep
+
+    a = computers("alpha", daemon_debounce_seconds=1)
+    a.start(tasks=[EmbedStep(a.config, seconds=30)])
+    session = new_session(a)
+    simple_turn(session, "why does the ocelot build fail on arm64", "The linker flag was missing; added it.")
+    a.step()
+    a.clock.advance(2)
+    assert a.step().ingested == 1
+    a.clock.advance(1)
+    a.step()  # the embedding task runs after the ingest of the same pass, or at the next one
+    conn = sqlite3.connect(a.config.db_path)
+    pending = conn.execute("SELECT count(*) FROM embed_jobs WHERE status = 'pending'").fetchone()[0]
+    levels = {r[0] for r in conn.execute("SELECT DISTINCT level FROM vectors")}
+    assert pending == 0 and levels == {"chunk", "turn", "session"}
