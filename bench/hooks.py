@@ -274,6 +274,9 @@ def main() -> None:
         conn.close()
         base_env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMEX_", "CLAUDE_"))}
         base_env["MEMEX_HOME"] = str(home)
+        # The store's vectors are not computed here (bench/search.py measures that): a Stop hook must not
+        # start a background worker on a 100k-turn backlog in the middle of the measurement.
+        base_env["MEMEX_INDEX_EMBEDS"] = "0"
         cold_env = {**base_env, "MEMEX_WARM_IDLE_SECONDS": "0"}
         warm_env = {**base_env, "MEMEX_WARM_IDLE_SECONDS": "300"}
 

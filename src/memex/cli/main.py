@@ -2,23 +2,30 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import click
 
 from memex import __version__
 from memex.cli.app import App
-from memex.cli.computers import computers_command
-from memex.cli.daemon import daemon_command
-from memex.cli.embed import embed_command
-from memex.cli.hooks import hook_command, hooks_group
-from memex.cli.index import index_command
-from memex.cli.related import related_group
-from memex.cli.search import search_command
-from memex.cli.sessions import sessions_group
-from memex.cli.show import show_command
-from memex.cli.stats import stats_command
 from memex.errors import MemexError
+
+# Each command's module is imported only when that command runs, so `memex search` does not pay for the
+# daemon's Redis client nor `memex sessions list` for numpy: name -> "module:attribute".
+COMMANDS = {
+    "index": "memex.cli.index:index_command",
+    "embed": "memex.cli.embed:embed_command",
+    "search": "memex.cli.search:search_command",
+    "sessions": "memex.cli.sessions:sessions_group",
+    "show": "memex.cli.show:show_command",
+    "find-related": "memex.cli.related:related_group",
+    "stats": "memex.cli.stats:stats_command",
+    "hooks": "memex.cli.hooks:hooks_group",
+    "hook": "memex.cli.hooks:hook_command",
+    "daemon": "memex.cli.daemon:daemon_command",
+    "computers": "memex.cli.computers:computers_command",
+}
 
 
 class Failure(click.ClickException):
@@ -51,7 +58,19 @@ def _one_line(error: click.UsageError) -> click.UsageError:
 
 
 class MemexGroup(click.Group):
-    """A click group that turns memex's own errors, and command-line mistakes, into one clear line."""
+    """A click group that turns memex's own errors, and command-line mistakes, into one clear line, and
+    imports the commands of `lazy_commands` when they are used."""
+
+    lazy_commands: dict[str, str] = {}  # noqa: RUF012 - replaced per instance, never mutated
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy_commands})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.lazy_commands and name not in self.commands:
+            module, attribute = self.lazy_commands[name].split(":")
+            self.add_command(getattr(importlib.import_module(module), attribute), name)
+        return super().get_command(ctx, name)
 
     def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
         try:
@@ -78,20 +97,7 @@ def cli(ctx: click.Context) -> None:
     ctx.call_on_close(app.close)
 
 
-for command in (
-    index_command,
-    embed_command,
-    search_command,
-    sessions_group,
-    show_command,
-    related_group,
-    stats_command,
-    hooks_group,
-    hook_command,
-    daemon_command,
-    computers_command,
-):
-    cli.add_command(command)
+cli.lazy_commands = COMMANDS
 
 
 def main() -> None:

@@ -2,9 +2,11 @@
 
 The `vectors` table is the truth; search reads a cache of it beside the database: a float32 matrix
 (memory-mapped, so a fresh process starts at once and the OS keeps it warm between processes), the ids of
-its rows, and 1-bit codes (the sign of each dimension, packed). Each search first brings the cache up to
-date: rows added since its watermark are appended; when many rows were deleted (turns rebuilt, mirrors
-replaced) it is rebuilt. Rows deleted meanwhile are filtered out against the table.
+its rows, and 1-bit codes (per dimension, whether the vector lies above the mean of the first rows cached:
+e5 vectors share a large common direction, so plain signs would be nearly alike for all of them). Each
+search first brings the cache up to date: rows added since its watermark are appended; when many rows
+were deleted (turns rebuilt, mirrors replaced) it is rebuilt. Rows deleted meanwhile are filtered out
+against the table.
 
 Up to `search_binary_above` rows the search is exact (one matrix product, ~17 ms per 100k rows on 2
 cores); above it, Hamming distance over the 1-bit codes picks `search_rerank_factor` × k candidates that
@@ -29,7 +31,7 @@ from memex.config import Config
 DEAD_SHARE = 0.2
 MIN_DEAD_ROWS = 1_000
 FETCH_ROWS = 10_000  # rows read from SQLite per step while filling the cache
-CACHE_FILES = ("matrix.f32", "ids.i64", "owners.i64", "bits.u8")
+CACHE_FILES = ("matrix.f32", "ids.i64", "owners.i64", "bits.u8", "center.f32")
 
 
 @dataclass
@@ -53,6 +55,7 @@ class VectorIndex:
         self._ids: np.ndarray | None = None
         self._owners: np.ndarray | None = None
         self._bits: np.ndarray | None = None
+        self._center: np.ndarray | None = None
         self._loaded: tuple[int, int] | None = None
 
     # --- the cache on disk ----------------------------------------------------------------------------
@@ -98,11 +101,15 @@ class VectorIndex:
             matrix = np.frombuffer(b"".join(r[2] for r in batch), dtype="<f4").reshape(len(batch), self.dimension)
             ids = np.array([r[0] for r in batch], dtype=np.int64)
             owners = np.array([r[1] for r in batch], dtype=np.int64)
+            center_file = self.folder / ("center.f32" + suffix)
+            if not center_file.exists():  # the first rows of a (re)build set the center for good
+                matrix.mean(axis=0).astype("<f4").tofile(center_file)
+            center = np.fromfile(center_file, dtype="<f4")
             for name, array in (
                 ("matrix.f32", matrix),
                 ("ids.i64", ids),
                 ("owners.i64", owners),
-                ("bits.u8", np.packbits(matrix > 0, axis=1)),
+                ("bits.u8", np.packbits(matrix > center, axis=1)),
             ):
                 with (self.folder / (name + suffix)).open("ab") as handle:
                     handle.write(np.ascontiguousarray(array).tobytes())
@@ -134,7 +141,8 @@ class VectorIndex:
                 "SELECT count(*) FROM vectors WHERE model_name = ? AND level = ? AND id <= ?",
                 (self.config.embed_model, self.level, max_id),
             ).fetchone()[0]
-            if rows == 0 or on_disk != rows or self._too_many_dead(rows - kept, rows):
+            complete = on_disk == rows and (self.folder / "center.f32").exists()
+            if rows == 0 or not complete or self._too_many_dead(rows - kept, rows):
                 for name in CACHE_FILES:
                     (self.folder / (name + ".new")).unlink(missing_ok=True)
                 rows, max_id = self._append(conn, 0, ".new")
@@ -165,6 +173,7 @@ class VectorIndex:
                 )
                 self._ids = np.fromfile(self.folder / "ids.i64", dtype=np.int64, count=self.rows)
                 self._owners = np.fromfile(self.folder / "owners.i64", dtype=np.int64, count=self.rows)
+                self._center = np.fromfile(self.folder / "center.f32", dtype="<f4")
                 self._bits = (
                     np.fromfile(
                         self.folder / "bits.u8", dtype=np.uint8, count=self.rows * (self.dimension + 7) // 8
@@ -204,7 +213,7 @@ class VectorIndex:
 
     def _binary_candidates(self, query: np.ndarray, count: int, mask: np.ndarray | None) -> np.ndarray:
         assert self._bits is not None
-        code = np.packbits(query > 0)
+        code = np.packbits(query > self._center)
         distances = np.bitwise_count(np.bitwise_xor(self._bits, code)).sum(axis=1, dtype=np.int32)
         if mask is not None:
             distances[~mask] = np.iinfo(np.int32).max
