@@ -171,6 +171,10 @@ class Config:
     # by how rare each word is) of the prompt's meaningful words, and at least this many of them (or all
     # of them when the prompt has fewer). Below that, BM25 returns turns sharing one common word: noise.
     recall_min_coverage_pct: int = 50
+    # A turn recalled by meaning alone (warm path) must beat the prompt's content-free anchors by this much
+    # (thousandths): more than search asks, since an injection the agent did not ask for must be right
+    # (a Chinese turn matching an English prompt scores ~0.03 above the anchors, an unrelated one ~0.01).
+    recall_semantic_margin: int = 30
     recall_min_terms: int = 2
     # A long prompt is reduced to its most distinctive words; more terms make an OR query slower without
     # making it better.

@@ -59,7 +59,17 @@ def test_drain_gives_every_level_its_vectors_on_a_real_transcript(conn, config, 
         "turn": conn.execute("SELECT count(*) FROM turns").fetchone()[0],
         "session": 1,
     }
-    assert report.by_level == vectors
+    # A turn's only chunk reads as the turn: its vector is the turn's, copied, not computed again.
+    single = conn.execute(
+        "SELECT c.id, c.turn_id FROM chunks c GROUP BY c.turn_id HAVING count(*) = 1 LIMIT 1"
+    ).fetchone()
+    assert single is not None
+    chunk_vector, turn_vector = (
+        conn.execute("SELECT embedding FROM vectors WHERE level = ? AND owner_id = ?", (level, owner)).fetchone()[0]
+        for level, owner in (("chunk", single[0]), ("turn", single[1]))
+    )
+    assert chunk_vector == turn_vector
+    assert report.reused >= 1 and sum(report.by_level.values()) + report.reused == sum(vectors.values())
     row = conn.execute("SELECT model_name, model_version, embedding FROM vectors LIMIT 1").fetchone()
     assert (row[0], row[1]) == (config.embed_model, config.model_version)
     vector = np.frombuffer(row[2], dtype="<f4")
@@ -193,7 +203,7 @@ def test_a_failing_text_fails_alone_is_retried_with_back_off_then_left_in_error(
     assert retry_errors(conn) == len(failing)
     with worker_lock(config.home):
         healed = drain(conn, config)  # the real model has no trouble with it
-    assert healed.embedded == len(failing) and pending_count(conn) == 0
+    assert healed.embedded + healed.reused == len(failing) and pending_count(conn) == 0
 
 
 def test_with_a_one_second_back_off_a_failed_job_waits(conn, tmp_path: Path) -> None:

@@ -181,7 +181,22 @@ def _store_batch(
 def _blob(vector: object) -> bytes:
     import numpy as np
 
+    if isinstance(vector, bytes):
+        return vector
     return np.asarray(vector, dtype="<f4").tobytes()
+
+
+def _vectors_by_hash(conn: sqlite3.Connection, hashes: list[str], version: str) -> dict[str, bytes]:
+    """Stored vectors (any level, this version) of texts with these hashes: an identical text is not
+    embedded twice (a turn's only chunk, a repeated message)."""
+    if not hashes:
+        return {}
+    marks = ",".join("?" * len(hashes))
+    rows = conn.execute(
+        f"SELECT text_hash, embedding FROM vectors WHERE text_hash IN ({marks}) AND model_version = ?",
+        [*hashes, version],
+    )
+    return {r[0]: r[1] for r in rows}
 
 
 def _existing_hashes(conn: sqlite3.Connection, level: str, owners: list[int], version: str) -> dict[int, str]:
@@ -232,6 +247,11 @@ def drain(
                 report.reused += 1
             else:
                 todo.append(job)
+        copies = _vectors_by_hash(conn, [text_hash(texts[j["owner_id"]]) for j in todo], config.model_version)
+        for job in [j for j in todo if text_hash(texts[j["owner_id"]]) in copies]:
+            results[job["id"]] = (copies[text_hash(texts[job["owner_id"]])], None)  # same text, same vector
+            report.reused += 1
+            todo.remove(job)
         if todo:
             if embedder is None:
                 embedder = load_embedder(config)

@@ -20,7 +20,7 @@ from memex.hooks.render import (
     render_recall,
     render_recent_files,
 )
-from memex.search.recall import recall
+from memex.search.recall import Recalled, recall, semantic_recall
 from memex.store.db import connect
 from memex.store.queries import path_suffixes
 
@@ -57,8 +57,11 @@ def deadline(conn: sqlite3.Connection, milliseconds: int) -> Iterator[None]:
         conn.set_progress_handler(None, 0)
 
 
-def recall_answer(conn: sqlite3.Connection, config: Config, request: dict[str, Any]) -> tuple[str, int]:
-    """The recall injection for a prompt, and how many turns it holds."""
+def recall_answer(
+    conn: sqlite3.Connection, config: Config, request: dict[str, Any], semantic: bool = False
+) -> tuple[str, int]:
+    """The recall injection for a prompt, and how many turns it holds (`semantic`: also by meaning, for a
+    process that keeps the model loaded)."""
     with deadline(conn, config.hook_query_deadline_ms):
         hits = recall(
             conn,
@@ -72,9 +75,32 @@ def recall_answer(conn: sqlite3.Connection, config: Config, request: dict[str, A
             max_query_terms=config.recall_max_query_terms,
             common_term_share=config.recall_common_term_pct / 100,
         )
+        if semantic:
+            hits = _with_meaning(conn, config, request, hits)
         # Rendering reads nothing more; it is inside the deadline only because it is cheap.
         text = render_recall(hits, config.recall_budget_tokens, config.hook_max_chars, config.recall_hit_max_tokens)
     return text, len(hits)
+
+
+def _with_meaning(
+    conn: sqlite3.Connection, config: Config, request: dict[str, Any], hits: list[Recalled]
+) -> list[Recalled]:
+    """Lexical hits completed by meaning; on any trouble with the model or the vectors, the lexical hits."""
+    from memex.embed.model import EmbedderUnavailable
+
+    try:
+        return semantic_recall(
+            conn,
+            config,
+            request.get("prompt") or "",
+            request.get("session_id") or None,
+            request.get("project_dir") or None,
+            hits,
+            config.recall_max_hits,
+            config.recall_max_per_session,
+        )
+    except (EmbedderUnavailable, OSError, ValueError):
+        return hits
 
 
 def session_row(conn: sqlite3.Connection, session_id: str | None, transcript_path: str | None) -> sqlite3.Row | None:

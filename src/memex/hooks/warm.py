@@ -269,6 +269,7 @@ class WarmServer:
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(WORKERS, thread_name_prefix="memex-warm") as pool:
+            pool.submit(self._preload)
             while not self.stopping.is_set():
                 try:
                     client, _ = listener.accept()
@@ -279,6 +280,18 @@ class WarmServer:
                     continue
                 self.last_activity = time.monotonic()
                 pool.submit(self._handle, client)
+
+    def _preload(self) -> None:
+        """Load the embedding model and map the turn vectors now, not on the first prompt (best effort)."""
+        # On failure the first recall meets the problem again and answers lexically.
+        with contextlib.suppress(Exception):
+            from memex.embed.model import load_embedder
+            from memex.search.vector import vector_index
+
+            embedder = load_embedder(self.config)
+            conn = self.store()
+            if conn is not None:
+                vector_index(self.config, "turn", embedder.dimension).sync(conn)
 
     def _owns(self, identity: int) -> bool:
         try:
@@ -350,5 +363,5 @@ def _recall(server: WarmServer, payload: dict[str, Any]) -> dict[str, Any]:
     conn = server.store()
     if conn is None:
         return {"text": "", "hits": 0}
-    text, hits = recall_answer(conn, server.config, payload)
+    text, hits = recall_answer(conn, server.config, payload, semantic=True)
     return {"text": text, "hits": hits}

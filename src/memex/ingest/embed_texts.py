@@ -133,8 +133,16 @@ def embed_texts(conn: sqlite3.Connection, level: str, owner_ids: Iterable[int], 
         return {}
     marks = ",".join("?" * len(ids))
     if level == "chunk":
-        rows = conn.execute(f"SELECT id, content FROM chunks WHERE id IN ({marks})", ids)
-        return {r[0]: chunk_embed_text(r[1], config) for r in rows}
+        # A turn's only chunk reads as the turn itself: the same text, so the worker reuses the turn's vector.
+        rows = conn.execute(
+            "SELECT c.id, c.content, t.full_text, t.tool_summary, "
+            "(SELECT count(*) FROM chunks c2 WHERE c2.turn_id = c.turn_id) AS pieces "
+            f"FROM chunks c JOIN turns t ON t.id = c.turn_id WHERE c.id IN ({marks})",
+            ids,
+        )
+        return {
+            r[0]: turn_embed_text(r[2], r[3], config) if r[4] == 1 else chunk_embed_text(r[1], config) for r in rows
+        }
     if level == "turn":
         rows = conn.execute(f"SELECT id, full_text, tool_summary FROM turns WHERE id IN ({marks})", ids)
         return {r[0]: turn_embed_text(r[1], r[2], config) for r in rows}

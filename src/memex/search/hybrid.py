@@ -75,7 +75,7 @@ class SearchOutcome:
     notes: list[str] = field(default_factory=list)
 
 
-def _allowed(conn: sqlite3.Connection, level: str, filters: Filters) -> np.ndarray | None:
+def allowed_owners(conn: sqlite3.Connection, level: str, filters: Filters) -> np.ndarray | None:
     """The owners of `level` the filters admit; None when nothing is filtered."""
     if filters == Filters():
         return None
@@ -113,7 +113,7 @@ def _semantic_lists(
     lists = {}
     for level in levels:
         index = vector_index(config, level, embedder.dimension)
-        lists[level] = index.search(conn, vector, wanted, _allowed(conn, level, filters))
+        lists[level] = index.search(conn, vector, wanted, allowed_owners(conn, level, filters))
     return lists
 
 

@@ -1,9 +1,11 @@
 """Recall for a prompt: the past turns of other sessions most worth showing the agent, or none.
 
-One function, `recall`, is what the prompt hook calls; it uses lexical search today and is the single
-place to switch to hybrid search. A turn is recalled only when it clears a relevance floor: it must hold
-a large enough share of the prompt's meaningful words, weighted by how rare each word is in the store
-(a turn sharing only "test" and "file" with the prompt is noise, one sharing "worktree" is not).
+`recall` is what the prompt hook calls. Lexically, a turn is recalled only when it clears a relevance
+floor: it must hold a large enough share of the prompt's meaningful words, weighted by how rare each word
+is in the store (a turn sharing only "test" and "file" with the prompt is noise, one sharing "worktree" is
+not). `semantic_recall` adds turns that say the same in other words (or another language): their vector
+must beat the query's content-free anchors by a wider margin than search asks (memex.search.anchors). The
+warm server, which keeps the model loaded, runs both; a hook answering cold runs the lexical part only.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
+from memex.config import Config
 from memex.search.lexical import _CJK_RUN, STOPWORDS, search_chunks
 from memex.store.queries import Filters, turns_by_ids
 from memex.textutil import has_cjk, strip_system_reminders
@@ -203,3 +206,47 @@ def recall(
             if len(chosen) >= max_hits:
                 return chosen
     return chosen
+
+
+def semantic_recall(
+    conn: sqlite3.Connection,
+    config: Config,
+    prompt: str,
+    session_id: str | None,
+    project_dir: str | None,
+    chosen: list[Recalled],
+    max_hits: int,
+    max_per_session: int,
+) -> list[Recalled]:
+    """`chosen` (lexical recall) completed with turns near the prompt by meaning, up to `max_hits`."""
+    from memex.embed.model import load_embedder
+    from memex.search.anchors import semantic_floor
+    from memex.search.hybrid import allowed_owners
+    from memex.search.vector import vector_index
+
+    if len(chosen) >= max_hits:
+        return chosen
+    embedder = load_embedder(config)
+    query = embedder.embed_queries([strip_system_reminders(prompt)])[0]
+    floor = (
+        semantic_floor(config, embedder, query) + (config.recall_semantic_margin - config.search_semantic_margin) / 1000
+    )
+    index = vector_index(config, "turn", embedder.dimension)
+    allowed = allowed_owners(conn, "turn", Filters(exclude_session=session_id))
+    neighbours = [n for n in index.search(conn, query, max_hits * CANDIDATES_PER_HIT, allowed) if n.cosine >= floor]
+    taken = {r.turn["id"] for r in chosen}
+    per_session: dict[str, int] = {}
+    for hit in chosen:
+        per_session[hit.turn["session_id"]] = per_session.get(hit.turn["session_id"], 0) + 1
+    rows = turns_by_ids(conn, [n.owner_id for n in neighbours if n.owner_id not in taken])
+    result = list(chosen)
+    for neighbour in neighbours:
+        turn = rows.get(neighbour.owner_id)
+        if turn is None or per_session.get(turn["session_id"], 0) >= max_per_session:
+            continue
+        per_session[turn["session_id"]] = per_session.get(turn["session_id"], 0) + 1
+        same_project = bool(project_dir) and turn["project_dir"] == project_dir
+        result.append(Recalled(turn, neighbour.cosine, 0.0, [], same_project))
+        if len(result) >= max_hits:
+            break
+    return result

@@ -203,6 +203,7 @@ MIGRATIONS: list[str] = [
         UNIQUE (level, owner_id, model_version)
     );
     CREATE INDEX vectors_model ON vectors(model_name, level, id);
+    CREATE INDEX vectors_text_hash ON vectors(text_hash);
 
     CREATE TABLE embed_jobs (
         id INTEGER PRIMARY KEY AUTOINCREMENT,

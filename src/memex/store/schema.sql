@@ -15,6 +15,7 @@ CREATE UNIQUE INDEX sessions_transcript_path ON sessions(transcript_path);
 CREATE INDEX turn_access_patterns_session ON turn_access_patterns(session_id);
 CREATE INDEX turns_started_at ON turns(started_at);
 CREATE INDEX vectors_model ON vectors(model_name, level, id);
+CREATE INDEX vectors_text_hash ON vectors(text_hash);
 CREATE TABLE access_pattern_state ( model_version TEXT PRIMARY KEY, turn_watermark INTEGER NOT NULL, updated_at TEXT NOT NULL );
 CREATE TABLE chunks ( id INTEGER PRIMARY KEY AUTOINCREMENT, turn_id INTEGER NOT NULL REFERENCES turns(id) ON DELETE CASCADE, chunk_index INTEGER NOT NULL, content TEXT NOT NULL, fts_text TEXT );
 CREATE VIRTUAL TABLE chunks_fts USING fts5( body, content='chunks_fts_source', content_rowid='id', tokenize='unicode61 remove_diacritics 2' );
