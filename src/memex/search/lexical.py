@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +14,10 @@ from memex.textutil import fts_text, has_cjk
 
 # Candidate chunks fetched per wanted turn: several chunks of one turn can match.
 CANDIDATES_PER_RESULT = 5
+# An any-word query leaves out words found in more than this share of the chunks (as prompt recall does,
+# memex.config.recall_common_term_pct), once the store is big enough for shares to mean something.
+COMMON_WORD_SHARE = 0.05
+MIN_CHUNKS_FOR_RARITY = 2_000
 # Words too common to find anything by (English, French, German, Spanish): left out of an any-word
 # query, and of what a prompt is recalled by.
 STOPWORDS = set(
@@ -33,6 +39,9 @@ STOPWORDS = set(
 )
 _EDGE_PUNCTUATION = "\"'`()[]{}<>,;:!?"
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff]+")
+
+# FTS5's unicode61 tokenizer: letters and digits make tokens; everything else (including `_`) separates.
+FTS_TOKEN = re.compile(r"[^\W_]+")
 
 
 def _phrase(text: str) -> str:
@@ -89,7 +98,7 @@ def search_chunks(conn: sqlite3.Connection, query: str, filters: Filters, limit:
     """The best `limit` turns for `query` by BM25 (all words first; any word when that finds too few)."""
     hits: dict[int, LexicalHit] = {}
     for match_all in (True, False):
-        expression = fts_query(query, match_all)
+        expression = fts_query(query if match_all else _without_common_words(conn, query), match_all)
         if expression is None:
             return []
         clauses, params = filters.turn_clauses("t", "s")
@@ -109,6 +118,21 @@ def search_chunks(conn: sqlite3.Connection, query: str, filters: Filters, limit:
     for position, hit in enumerate(ranked, 1):
         hit.rank = position
     return ranked
+
+
+def _without_common_words(conn: sqlite3.Connection, query: str) -> str:
+    """The query's words minus those found in more than COMMON_WORD_SHARE of the chunks (the two rarest
+    always stay): in an any-word query they rank almost nothing, and their long posting lists make most
+    of its cost (a 20-word question over 300k chunks: 120 ms, most of it in three common words)."""
+    words = _words(query)
+    if len(words) <= 2:
+        return query
+    rarity = TermRarity(conn)
+    if rarity.total < MIN_CHUNKS_FOR_RARITY:
+        return query
+    ranked = sorted(words, key=rarity.phrase_df)
+    kept = [w for w in ranked if rarity.phrase_df(w) <= COMMON_WORD_SHARE * rarity.total]
+    return " ".join(kept if len(kept) >= 2 else ranked[:2])
 
 
 def chunk_texts(conn: sqlite3.Connection, chunk_ids: list[int]) -> dict[int, str]:
@@ -131,3 +155,55 @@ def lexical_search(conn: sqlite3.Connection, query: str, filters: Filters, limit
         turn = turns[hit.turn_id]
         results.append({**turn, "score": round(hit.score, 4), "matched_chunk": chunks.get(hit.chunk_id, "")})
     return results
+
+
+def fold(text: str) -> str:
+    """Lower case without diacritics (as FTS5 `remove_diacritics 2` compares)."""
+    decomposed = unicodedata.normalize("NFKD", text.lower())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def term_tokens(text: str) -> list[str]:
+    """The FTS tokens of a term or a text (CJK characters one token each): a term matches as a phrase."""
+    tokens = []
+    for token in FTS_TOKEN.findall(fold(text)):
+        tokens.extend(list(token) if has_cjk(token) else [token])
+    return tokens
+
+
+class TermRarity:
+    """Inverse document frequency of FTS tokens, read from an fts5vocab table over the chunk index."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.memex_vocab USING fts5vocab(main, 'chunks_fts', 'row')")
+        self.total = conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0]
+        self.cache: dict[str, int] = {}
+
+    def df(self, token: str) -> int:
+        if token not in self.cache:
+            row = self.conn.execute("SELECT doc FROM temp.memex_vocab WHERE term = ?", (token,)).fetchone()
+            self.cache[token] = row[0] if row else 0
+        return self.cache[token]
+
+    def phrase_df(self, term: str) -> int:
+        """Chunks holding the term at most (its rarest token's count)."""
+        return min((self.df(t) for t in term_tokens(term)), default=0)
+
+    def idf(self, tokens: list[str]) -> float:
+        """BM25's idf of a phrase, from its rarest token (a phrase is at most as common as that).
+
+        A word the store never saw gets the highest weight: it cannot match, and a prompt about something
+        new must not be answered by turns that share only its common words.
+        """
+        df = min((self.df(t) for t in tokens), default=0)
+        return math.log(1 + (self.total - df + 0.5) / (df + 0.5))
+
+    def known(self, term: str) -> str | None:
+        """The term, or its singular when only that is indexed (the index does not stem); None if unknown."""
+        if min((self.df(t) for t in term_tokens(term)), default=0) > 0:
+            return term
+        for cut in ("es", "s"):
+            if term.endswith(cut) and len(term) > len(cut) + 2 and self.df(term[: -len(cut)]) > 0:
+                return term[: -len(cut)]
+        return None

@@ -10,15 +10,13 @@ warm server, which keeps the model loaded, runs both; a hook answering cold runs
 
 from __future__ import annotations
 
-import math
 import re
 import sqlite3
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
 from memex.config import Config
-from memex.search.lexical import _CJK_RUN, STOPWORDS, search_chunks
+from memex.search.lexical import _CJK_RUN, STOPWORDS, TermRarity, search_chunks, term_tokens
 from memex.store.queries import Filters, turns_by_ids
 from memex.textutil import has_cjk, strip_system_reminders
 
@@ -28,8 +26,6 @@ CANDIDATES_PER_HIT = 4
 COVERAGE_TEXT_CHARS = 40_000
 
 _EDGE = "\"'`()[]{}<>,;:!?.*#@"
-# FTS5's unicode61 tokenizer: letters and digits make tokens; everything else (including `_`) separates.
-_FTS_TOKEN = re.compile(r"[^\W_]+")
 
 
 @dataclass
@@ -41,12 +37,6 @@ class Recalled:
     coverage: float
     matched: list[str] = field(default_factory=list)
     same_project: bool = False
-
-
-def _fold(text: str) -> str:
-    """Lower case without diacritics (as FTS5 `remove_diacritics 2` compares)."""
-    decomposed = unicodedata.normalize("NFKD", text.lower())
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
 def _is_identifier(word: str) -> bool:
@@ -84,55 +74,9 @@ def query_terms(prompt: str, max_terms: int) -> list[str]:
     return list(dict.fromkeys(identifiers + words))[:max_terms]
 
 
-def _term_tokens(text: str) -> list[str]:
-    """The FTS tokens of a term or a text (CJK characters one token each): a term matches as a phrase."""
-    tokens = []
-    for token in _FTS_TOKEN.findall(_fold(text)):
-        tokens.extend(list(token) if has_cjk(token) else [token])
-    return tokens
-
-
 def _padded(tokens: list[str]) -> str:
     """Tokens as one space-separated string with a space at each end, so `in` finds whole-token phrases."""
     return " " + " ".join(tokens) + " "
-
-
-class _Rarity:
-    """Inverse document frequency of FTS tokens, read from an fts5vocab table over the chunk index."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-        conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.memex_vocab USING fts5vocab(main, 'chunks_fts', 'row')")
-        self.total = conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0]
-        self.cache: dict[str, int] = {}
-
-    def df(self, token: str) -> int:
-        if token not in self.cache:
-            row = self.conn.execute("SELECT doc FROM temp.memex_vocab WHERE term = ?", (token,)).fetchone()
-            self.cache[token] = row[0] if row else 0
-        return self.cache[token]
-
-    def phrase_df(self, term: str) -> int:
-        """Chunks holding the term at most (its rarest token's count)."""
-        return min((self.df(t) for t in _term_tokens(term)), default=0)
-
-    def idf(self, tokens: list[str]) -> float:
-        """BM25's idf of a phrase, from its rarest token (a phrase is at most as common as that).
-
-        A word the store never saw gets the highest weight: it cannot match, and a prompt about something
-        new must not be answered by turns that share only its common words.
-        """
-        df = min((self.df(t) for t in tokens), default=0)
-        return math.log(1 + (self.total - df + 0.5) / (df + 0.5))
-
-    def known(self, term: str) -> str | None:
-        """The term, or its singular when only that is indexed (the index does not stem); None if unknown."""
-        if min((self.df(t) for t in _term_tokens(term)), default=0) > 0:
-            return term
-        for cut in ("es", "s"):
-            if term.endswith(cut) and len(term) > len(cut) + 2 and self.df(term[: -len(cut)]) > 0:
-                return term[: -len(cut)]
-        return None
 
 
 def _turn_text(conn: sqlite3.Connection, turn_id: int) -> str:
@@ -164,14 +108,14 @@ def recall(
     terms = query_terms(prompt, max_query_terms)
     if not terms:
         return []
-    rarity = _Rarity(conn)
+    rarity = TermRarity(conn)
     if rarity.total == 0:
         return []
     known = [k for k in dict.fromkeys(rarity.known(term) for term in terms) if k]
     unknown = len(terms) - len(known)
     if not known:
         return []
-    weights = {term: rarity.idf(_term_tokens(term)) for term in known}
+    weights = {term: rarity.idf(term_tokens(term)) for term in known}
     total_weight = sum(weights.values()) + unknown * rarity.idf([])
     needed_terms = min(min_terms, len(terms))
     # A word found in a large share of the store ranks almost nothing, yet its long posting list is most of
@@ -196,8 +140,8 @@ def recall(
             turn = rows[hit.turn_id]
             if per_session.get(turn["session_id"], 0) >= max_per_session:
                 continue
-            haystack = _padded(_term_tokens(_turn_text(conn, hit.turn_id)))
-            matched = [t for t in known if _padded(_term_tokens(t)) in haystack]
+            haystack = _padded(term_tokens(_turn_text(conn, hit.turn_id)))
+            matched = [t for t in known if _padded(term_tokens(t)) in haystack]
             coverage = sum(weights[t] for t in matched) / total_weight
             if len(matched) < needed_terms or coverage < min_coverage:
                 continue

@@ -8,9 +8,10 @@ search first brings the cache up to date: rows added since its watermark are app
 were deleted (turns rebuilt, mirrors replaced) it is rebuilt. Rows deleted meanwhile are filtered out
 against the table.
 
-Up to `search_binary_above` rows the search is exact (one matrix product, ~17 ms per 100k rows on 2
-cores); above it, Hamming distance over the 1-bit codes picks `search_rerank_factor` × k candidates that
-exact cosine re-ranks (bench/search.py measures both). Why not an ANN library: see the README.
+Up to `search_binary_above` rows the search is exact (one matrix product: ~40 ms over 1M rows on 2 cores
+once the OS has the matrix in memory); above it, Hamming distance over the 1-bit codes picks
+`search_rerank_candidates` rows that exact cosine re-ranks, reading 48 bytes a row instead of 1,536
+(bench/search.py measures both). Why not an ANN library: see the README.
 """
 
 from __future__ import annotations
@@ -120,17 +121,17 @@ class VectorIndex:
         return dead > MIN_DEAD_ROWS and dead > DEAD_SHARE * rows
 
     def sync(self, conn: sqlite3.Connection) -> None:
-        """Bring the cache up to date with the `vectors` table (one indexed query when nothing changed).
+        """Bring the cache up to date with the `vectors` table (one indexed lookup when nothing was added).
 
         New rows are appended (a process that mapped the shorter files keeps reading them safely); a
         rebuild writes new files and renames them into place, so no mapped file ever shrinks.
         """
-        live, newest = conn.execute(
-            "SELECT count(*), coalesce(max(id), 0) FROM vectors WHERE model_name = ? AND level = ?",
+        newest = conn.execute(
+            "SELECT coalesce(max(id), 0) FROM vectors WHERE model_name = ? AND level = ?",
             (self.config.embed_model, self.level),
-        ).fetchone()
+        ).fetchone()[0]
         rows, max_id, generation = self._manifest()
-        if newest <= max_id and not self._too_many_dead(rows - live, rows):
+        if newest <= max_id:  # nothing added (rows deleted meanwhile are filtered out at search time)
             self.rows, self.max_id, self.generation = rows, max_id, generation
             return
         with self._lock(exclusive=True):
@@ -199,7 +200,7 @@ class VectorIndex:
             return []
         wanted = k * 2  # room for rows deleted since the cache was written, and owners seen twice
         if self._bits is not None and (mask is None or mask.sum() > self.config.search_binary_above):
-            positions = self._binary_candidates(query, wanted * self.config.search_rerank_factor, mask)
+            positions = self._binary_candidates(query, max(wanted, self.config.search_rerank_candidates), mask)
             scores = self._matrix[positions] @ query
         else:
             positions = np.flatnonzero(mask) if mask is not None else None
@@ -214,7 +215,10 @@ class VectorIndex:
     def _binary_candidates(self, query: np.ndarray, count: int, mask: np.ndarray | None) -> np.ndarray:
         assert self._bits is not None
         code = np.packbits(query > self._center)
-        distances = np.bitwise_count(np.bitwise_xor(self._bits, code)).sum(axis=1, dtype=np.int32)
+        bits = self._bits
+        if bits.shape[1] % 8 == 0:  # 64 bits at a time: ten times faster than byte by byte
+            bits, code = bits.view(np.uint64), code.view(np.uint64)
+        distances = np.bitwise_count(np.bitwise_xor(bits, code)).sum(axis=1, dtype=np.int32)
         if mask is not None:
             distances[~mask] = np.iinfo(np.int32).max
         count = min(count, len(distances))

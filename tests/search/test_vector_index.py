@@ -1,0 +1,111 @@
+"""The vector cache beside the database: exact and two-stage search, appends, rebuilds, deleted rows."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from memex.config import load_config
+from memex.search.vector import VectorIndex
+from memex.store.db import transaction
+
+DIM = 384
+
+
+def _insert(conn, config, owners: range, vectors: np.ndarray, level: str = "turn") -> None:
+    with transaction(conn):
+        conn.executemany(
+            "INSERT INTO vectors (level, owner_id, model_name, model_version, text_hash, embedding, created_at) "
+            "VALUES (?, ?, ?, ?, '', ?, '2026-01-01T00:00:00.000Z')",
+            [
+                (level, o, config.embed_model, config.model_version, v.astype("<f4").tobytes())
+                for o, v in zip(owners, vectors, strict=True)
+            ],
+        )
+
+
+def _clustered(rng: np.random.Generator, count: int) -> np.ndarray:
+    """Unit vectors around a shared direction, as an embedding model's are (cosines mostly 0.7-0.9)."""
+    common = rng.standard_normal(DIM)
+    centers = rng.standard_normal((40, DIM))
+    vectors = 3 * common + centers[rng.integers(0, 40, count)] + 0.5 * rng.standard_normal((count, DIM))
+    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_exact_search_finds_the_nearest_and_respects_allowed_owners(conn, config) -> None:
+    rng = np.random.default_rng(1)
+    vectors = _clustered(rng, 500)
+    _insert(conn, config, range(1, 501), vectors)
+    index = VectorIndex(config, "turn", DIM)
+    query = vectors[41]
+    found = index.search(conn, query, 5)
+    assert found[0].owner_id == 42 and abs(found[0].cosine - 1.0) < 1e-5
+    assert [n.cosine for n in found] == sorted((n.cosine for n in found), reverse=True)
+    truth = np.argsort(-(vectors @ query))[:5] + 1
+    assert [n.owner_id for n in found] == list(truth)
+    allowed = np.arange(100, 200)
+    assert {n.owner_id for n in index.search(conn, query, 5, allowed)} <= set(range(100, 200))
+    assert index.search(conn, query, 5, np.array([9999])) == []
+
+
+def test_new_rows_are_appended_and_deleted_rows_never_returned(conn, config) -> None:
+    rng = np.random.default_rng(2)
+    first = _clustered(rng, 300)
+    _insert(conn, config, range(1, 301), first)
+    index = VectorIndex(config, "turn", DIM)
+    index.search(conn, first[0], 3)
+    generation = index.generation
+    added = _clustered(rng, 50)
+    _insert(conn, config, range(301, 351), added)
+    assert index.search(conn, added[7], 1)[0].owner_id == 308
+    assert index.rows == 350 and index.generation == generation  # appended, not rebuilt
+    with transaction(conn):
+        conn.execute("DELETE FROM vectors WHERE owner_id = 308")
+    assert 308 not in {n.owner_id for n in index.search(conn, added[7], 10)}
+    # Another process (a fresh index object) reads the same cache files.
+    other = VectorIndex(config, "turn", DIM)
+    assert other.search(conn, first[3], 1)[0].owner_id == 4 and other.rows == 350
+
+
+def test_many_deletions_then_new_rows_rebuild_the_cache(conn, config) -> None:
+    import memex.search.vector as vector
+
+    rng = np.random.default_rng(3)
+    _insert(conn, config, range(1, 401), _clustered(rng, 400))
+    index = VectorIndex(config, "turn", DIM)
+    index.search(conn, _clustered(rng, 1)[0], 1)
+    generation = index.generation
+    with transaction(conn):
+        conn.execute("DELETE FROM vectors WHERE owner_id <= 300")
+    _insert(conn, config, range(401, 411), _clustered(rng, 10))
+    old = vector.MIN_DEAD_ROWS
+    vector.MIN_DEAD_ROWS = 10
+    try:
+        index.search(conn, _clustered(rng, 1)[0], 1)
+    finally:
+        vector.MIN_DEAD_ROWS = old
+    assert index.generation == generation + 1 and index.rows == 110
+
+
+def test_two_stage_search_agrees_with_exact_search(conn, home) -> None:
+    exact_config = load_config({**os.environ, "MEMEX_SEARCH_BINARY_ABOVE": "1000000"})
+    binary_config = load_config(
+        {**os.environ, "MEMEX_SEARCH_BINARY_ABOVE": "100", "MEMEX_SEARCH_RERANK_CANDIDATES": "600"}
+    )
+    rng = np.random.default_rng(4)
+    common = rng.standard_normal(DIM)  # a shared direction, which the 1-bit codes must see past
+    vectors = 3 * common + rng.standard_normal((3000, DIM))
+    vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+    _insert(conn, exact_config, range(1, 3001), vectors)
+    exact, binary = VectorIndex(exact_config, "turn", DIM), VectorIndex(binary_config, "turn", DIM)
+    queries = vectors[:30] + 0.05 * rng.standard_normal((30, DIM)).astype(np.float32)
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    overlap = []
+    for query in queries:
+        truth = {n.owner_id for n in exact.search(conn, query, 10)}
+        found = binary.search(conn, query, 10)
+        overlap.append(len(truth & {n.owner_id for n in found}) / 10)
+        assert len(found) == 10
+    assert binary._bits is not None and exact._bits is None  # the two-stage path did run
+    assert np.mean(overlap) >= 0.8
