@@ -37,6 +37,7 @@ from rich.table import Table
 from memex.config import load_config
 from memex.embed.model import load_embedder
 from memex.embed.worker import drain, worker_lock
+from memex.hooks.answers import recall_answer
 from memex.ingest.indexer import discover, index_transcripts
 from memex.search.hybrid import hybrid_search
 from memex.search.vector import VectorIndex
@@ -239,6 +240,14 @@ def bench_scale(home: Path, label: str, queries: np.ndarray, prompts: list[str])
     rows.append([label, "hybrid search, warm (in-process)", "", f"{p50:.0f}", f"{p95:.0f}", "", "all levels, RRF"])
     p50, p95 = percentiles(project_times)
     rows.append([label, "hybrid search --project, warm", "", f"{p50:.0f}", f"{p95:.0f}", "", "1 project of 20"])
+    recall_times = []
+    for prompt in prompts:
+        request = {"prompt": prompt, "session_id": "bench-0000001", "project_dir": "/home/bench/p1"}
+        t0 = time.perf_counter()
+        recall_answer(conn, config, request, semantic=True)
+        recall_times.append((time.perf_counter() - t0) * 1000)
+    p50, p95 = percentiles(recall_times)
+    rows.append([label, "prompt recall, words + meaning (warm server)", "", f"{p50:.0f}", f"{p95:.0f}", "", ""])
     env = {**os.environ, "MEMEX_HOME": str(home)}
     cold = []
     for prompt in prompts[:15]:

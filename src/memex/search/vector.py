@@ -131,7 +131,8 @@ class VectorIndex:
             (self.config.embed_model, self.level),
         ).fetchone()[0]
         rows, max_id, generation = self._manifest()
-        if newest <= max_id:  # nothing added (rows deleted meanwhile are filtered out at search time)
+        complete = rows == 0 or (self.folder / "center.f32").exists()
+        if newest <= max_id and complete:  # nothing added (rows deleted meanwhile are filtered out at search time)
             self.rows, self.max_id, self.generation = rows, max_id, generation
             return
         with self._lock(exclusive=True):
