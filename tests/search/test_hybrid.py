@@ -4,6 +4,7 @@ relevance floor, and the score parts in --json."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,34 @@ def test_cli_modes_and_json_explain(run, store) -> None:
     assert "aaaa0000-pool" not in {h["session_id"] for h in lexical}
     bad = run("search", QUESTION, "--mode", "psychic")
     assert bad.exit_code == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_a_selective_filter_falls_back_to_searching_only_admitted_vectors(store, home, monkeypatch) -> None:
+    import memex.search.hybrid as hybrid
+    from memex.config import load_config
+
+    monkeypatch.setattr(hybrid, "POST_FILTER_FACTOR", 1)
+    narrow = load_config({**os.environ, "MEMEX_SEARCH_VECTOR_CANDIDATES": "1"})
+    # The 3 nearest turns to a layout question are the CSS session's: none is in the kitchen project, so the
+    # search lists the kitchen's turns and looks among them alone.
+    hits = hybrid.hybrid_search(
+        store, narrow, "sticky header layout", Filters(project="kitchen"), limit=1, mode="semantic", level="turn"
+    )
+    assert hits.results == [] or hits.results[0]["project_dir"] == "/home/dev/kitchen"
+    lists = hybrid._semantic_lists(
+        store,
+        narrow,
+        hybrid.load_embedder(narrow),
+        hybrid.load_embedder(narrow).embed_queries(["sticky header"])[0],
+        Filters(project="kitchen"),
+        ["turn"],
+        1,
+    )
+    owners = [n.owner_id for n in lists["turn"]]
+    kitchen = {
+        r[0]
+        for r in store.execute(
+            "SELECT t.id FROM turns t JOIN sessions s USING (session_id) WHERE s.project_dir = '/home/dev/kitchen'"
+        )
+    }
+    assert owners and set(owners) <= kitchen

@@ -165,7 +165,7 @@ def semantic_recall(
     """`chosen` (lexical recall) completed with turns near the prompt by meaning, up to `max_hits`."""
     from memex.embed.model import load_embedder
     from memex.search.anchors import semantic_floor
-    from memex.search.hybrid import allowed_owners
+    from memex.search.hybrid import filtered_search
     from memex.search.vector import vector_index
 
     if len(chosen) >= max_hits:
@@ -176,8 +176,10 @@ def semantic_recall(
         semantic_floor(config, embedder, query) + (config.recall_semantic_margin - config.search_semantic_margin) / 1000
     )
     index = vector_index(config, "turn", embedder.dimension)
-    allowed = allowed_owners(conn, "turn", Filters(exclude_session=session_id))
-    neighbours = [n for n in index.search(conn, query, max_hits * CANDIDATES_PER_HIT, allowed) if n.cosine >= floor]
+    wanted = max_hits * CANDIDATES_PER_HIT
+    others = Filters(exclude_session=session_id)
+    found = filtered_search(conn, index, query, "turn", others, wanted, need=wanted)
+    neighbours = [n for n in found if n.cosine >= floor]
     taken = {r.turn["id"] for r in chosen}
     per_session: dict[str, int] = {}
     for hit in chosen:
