@@ -99,7 +99,7 @@ def _with_meaning(
             config.recall_max_hits,
             config.recall_max_per_session,
         )
-    except (EmbedderUnavailable, OSError, ValueError):
+    except (EmbedderUnavailable, OSError, ValueError, sqlite3.OperationalError):  # model, files, the deadline
         return hits
 
 

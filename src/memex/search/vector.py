@@ -188,9 +188,17 @@ class VectorIndex:
     # --- search ---------------------------------------------------------------------------------------
 
     def search(
-        self, conn: sqlite3.Connection, query: np.ndarray, k: int, allowed: np.ndarray | None = None
+        self,
+        conn: sqlite3.Connection,
+        query: np.ndarray,
+        k: int,
+        allowed: np.ndarray | None = None,
+        verify: bool = True,
     ) -> list[Neighbour]:
-        """The `k` owners nearest to `query` (a unit vector), best first; only `allowed` owners if given."""
+        """The `k` owners nearest to `query` (a unit vector), best first; only `allowed` owners if given.
+
+        `verify=False` skips checking that each row still exists (for a caller that checks its owners).
+        """
         self.sync(conn)
         self._load()
         assert self._matrix is not None and self._ids is not None and self._owners is not None
@@ -211,7 +219,7 @@ class VectorIndex:
         top = min(wanted, len(scores))
         best = np.argpartition(-scores, top - 1)[:top]
         best = best[np.argsort(-scores[best])]
-        return self._alive(conn, [(int(positions[i]), float(scores[i])) for i in best], k)
+        return self._alive(conn, [(int(positions[i]), float(scores[i])) for i in best], k, verify)
 
     def _binary_candidates(self, query: np.ndarray, count: int, mask: np.ndarray | None) -> np.ndarray:
         assert self._bits is not None
@@ -225,12 +233,17 @@ class VectorIndex:
         count = min(count, len(distances))
         return np.argpartition(distances, count - 1)[:count]
 
-    def _alive(self, conn: sqlite3.Connection, candidates: list[tuple[int, float]], k: int) -> list[Neighbour]:
-        """Candidates whose vector row still exists, one per owner, at most `k`."""
+    def _alive(
+        self, conn: sqlite3.Connection, candidates: list[tuple[int, float]], k: int, verify: bool
+    ) -> list[Neighbour]:
+        """Candidates whose vector row still exists (if `verify`), one per owner, at most `k`."""
         assert self._ids is not None and self._owners is not None
         ids = [int(self._ids[p]) for p, _ in candidates]
         marks = ",".join("?" * len(ids))
-        existing = {r[0] for r in conn.execute(f"SELECT id FROM vectors WHERE id IN ({marks})", ids)} if ids else set()
+        if verify and ids:
+            existing = {r[0] for r in conn.execute(f"SELECT id FROM vectors WHERE id IN ({marks})", ids)}
+        else:
+            existing = set(ids)
         found: dict[int, float] = {}
         for (position, score), vector_id in zip(candidates, ids, strict=True):
             owner = int(self._owners[position])
