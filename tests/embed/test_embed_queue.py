@@ -284,3 +284,31 @@ def test_index_drains_the_queue_unless_told_not_to(run, projects: Path, monkeypa
     result = run("index", str(projects), "--json")
     assert result.exit_code == 0 and '"queued": 0' in result.stdout and '"embedded": 0' not in result.stdout
     assert '"embed": null' in run("index", str(projects), "--no-embed", "--json").stdout
+
+
+class DeletingEmbedder(FlakyEmbedder):
+    """The real model; while it embeds, an ingest deletes the turns being embedded (a provisional turn
+    rebuilt by a Stop hook)."""
+
+    def __init__(self, config: Config, conn: sqlite3.Connection) -> None:
+        super().__init__(config, poison="\x00never")
+        self.conn = conn
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        vectors = super().embed_passages(texts)
+        with transaction(self.conn):
+            self.conn.execute("DELETE FROM turns")
+        return vectors
+
+
+def test_an_owner_deleted_while_its_batch_is_embedded_gets_no_vector(conn, config, tmp_path: Path) -> None:
+    session = ClaudeSession(tmp_path / "p" / "-home-dev-shop" / "s1.jsonl", "s1")
+    simple_turn(session, "why is the cache stale after a deploy", "The CDN kept the old manifest.")
+    _index(conn, config, session.path.parent)
+    with worker_lock(config.home):
+        drain(conn, config, embedder=DeletingEmbedder(config, conn))
+    orphans = conn.execute(
+        "SELECT count(*) FROM vectors v WHERE (v.level = 'turn' AND v.owner_id NOT IN (SELECT id FROM turns)) "
+        "OR (v.level = 'chunk' AND v.owner_id NOT IN (SELECT id FROM chunks))"
+    ).fetchone()[0]
+    assert orphans == 0

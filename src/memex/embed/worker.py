@@ -147,6 +147,8 @@ def _store_batch(
             if text is None:  # the owner is gone, or has nothing to embed
                 conn.execute("DELETE FROM embed_jobs WHERE id = ?", (job["id"],))
                 continue
+            if conn.execute("SELECT 1 FROM embed_jobs WHERE id = ?", (job["id"],)).fetchone() is None:
+                continue  # while it was embedded, its owner was deleted (a rebuilt turn) or changed (a mirror)
             vector, error = results.get(job["id"], (None, None))
             if vector is not None:
                 conn.execute(
