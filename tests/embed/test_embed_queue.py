@@ -296,8 +296,9 @@ class DeletingEmbedder(FlakyEmbedder):
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         vectors = super().embed_passages(texts)
-        with transaction(self.conn):
-            self.conn.execute("DELETE FROM turns")
+        if any(t.startswith("User: ") for t in texts):  # a batch of turns (a session summary starts "Title:")
+            with transaction(self.conn):
+                self.conn.execute("DELETE FROM turns")
         return vectors
 
 
