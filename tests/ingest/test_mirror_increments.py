@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+import orjson
 import pytest
 
 from conftest import CODEX_ABORTED, CODEX_SHORT, HILLVIEW, MISC, SLAY
@@ -76,11 +77,19 @@ def assert_as_rebuilt(conn: sqlite3.Connection, session_id: str) -> None:
         return
     title = (fts_text(rebuilt.title) or rebuilt.title) if rebuilt.title else ""
     expected = [
-        (s.start, s.length, s.body, s.digest, title if s.start == 0 else "", fts_text(s.body or ""))
-        for s in cut_segments(rebuilt.conversation_text)
+        (
+            s.start,
+            s.length,
+            s.body,
+            s.digest,
+            title if s.start == 0 else "",
+            orjson.dumps(s.spans).decode(),
+            fts_text(s.body or ""),
+        )
+        for s in cut_segments(rebuilt.conversation_text, 0, rebuilt.metadata["messages"])
     ]
     stored = conn.execute(
-        "SELECT s.start, s.length, s.body, s.digest, s.title, s.fts_body FROM mirror_segments s "
+        "SELECT s.start, s.length, s.body, s.digest, s.title, s.spans, s.fts_body FROM mirror_segments s "
         "JOIN mirror_records r ON r.id = s.mirror_id WHERE r.session_id = ? ORDER BY s.start",
         (session_id,),
     ).fetchall()
@@ -96,11 +105,11 @@ def stored_mirrors(conn: sqlite3.Connection) -> dict[str, list[tuple]]:
         "facts": "SELECT title, started_at, ended_at, project_dir FROM sessions",
         "records": "SELECT computer, agent, project, title, timestamp_start, timestamp_end, metadata, content_hash "
         "FROM mirror_records",
-        "segments": "SELECT start, length, body, digest, title, fts_body FROM mirror_segments",
+        "segments": "SELECT start, length, body, digest, title, spans, fts_body FROM mirror_segments",
         "index": "SELECT s.start, v.term, v.col, v.offset FROM temp.mirror_terms v "
         "JOIN mirror_segments s ON s.id = v.doc",
-        "state": "SELECT line_index, messages, last_chars, chars, head, tail_start, content_hash, recipe "
-        "FROM mirror_state",
+        "state": "SELECT line_index, messages, chars, last_role, last_start, last_chars, last_timestamp, head, "
+        "tail_start, recipe, content_hash FROM mirror_state",
     }
     return {name: sorted(tuple(row) for row in conn.execute(sql)) for name, sql in queries.items()}
 
@@ -141,7 +150,7 @@ def assert_same_as_one_ingest(conn: sqlite3.Connection, target: Path, tmp_path: 
         for found in (mine, theirs):
             del found["facts"]
             found["records"] = [record[6:7] for record in found["records"]]  # the metadata
-            found["state"] = [state[:6] for state in found["state"]]
+            found["state"] = [state[:10] for state in found["state"]]
     assert mine == theirs
 
 

@@ -99,11 +99,12 @@ class Conversation:
     them), and what joins the last of them is kept in `extension`.
     """
 
-    def __init__(self, count: int = 0, chars: int = 0, last: tuple[str, int] | None = None) -> None:
+    def __init__(self, count: int = 0, chars: int = 0, last: tuple[Any, int, Any] | None = None) -> None:
         self.messages: list[Any] = []  # [role, text, timestamp] lists, or a Gap
         self.count = count
         self.chars = chars  # the length of all messages' texts
-        self.last_role, self._last_chars = last or (None, 0)  # of the last message not in `messages`
+        # The last message not in `messages`: its speaker, length and time.
+        self.last_role, self._last_chars, self._last_timestamp = last or (None, 0, None)
         self.extension = ""
         self.seen: set[tuple[str, str]] = set()
 
@@ -126,19 +127,23 @@ class Conversation:
         self.messages.append([role, text, timestamp])
         self.count, self.chars, self.last_role = self.count + 1, self.chars + len(text), role
 
-    def read(self, rows: list[sqlite3.Row], resume_line: int) -> tuple[int, int, int]:
-        """Add the rows; returns (messages, length of the last one, length of all) as they stood before
-        the first row at or after `resume_line`: where the next ingest resumes."""
+    def read(self, rows: list[sqlite3.Row], resume_line: int) -> MirrorState:
+        """Add the rows; returns the state of the conversation before the first row at or after
+        `resume_line`, where the next ingest resumes (its last message not yet placed in the text)."""
         mark = None
         for row in rows:
             if mark is None and row["line_index"] >= resume_line:
-                mark = self.mark()
+                mark = self.mark(resume_line)
             self.add(row["kind"], row["text"], row["timestamp"], row["message_id"])
-        return mark or self.mark()
+        return mark or self.mark(resume_line)
 
-    def mark(self) -> tuple[int, int, int]:
-        last = len(self.messages[-1][1]) if self.messages else self._last_chars + len(self.extension)
-        return self.count, last, self.chars
+    def mark(self, line: int) -> MirrorState:
+        if self.messages:
+            role, text, timestamp = self.messages[-1]
+            role, length = role, len(text)
+        else:
+            role, length, timestamp = self.last_role, self._last_chars + len(self.extension), self._last_timestamp
+        return MirrorState(line, self.count, self.chars, role, None, length, timestamp, recipe=RECIPE)
 
 
 def _render(messages: list[list[Any]], offset: int = 0, after: bool = False) -> tuple[str, list[list[Any]]]:
@@ -196,11 +201,18 @@ def _fit(messages: list[Any], count: int, halves: tuple[int, int] | None) -> lis
     return [*messages[:head], note, *messages[len(messages) - tail :]]
 
 
+def _record_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """A mirror's metadata as its record keeps it: the message spans are in its segments."""
+    return {**metadata, "messages": []} if "messages" in metadata else metadata
+
+
 def content_hash(mirror: Mirror, digests: list[str] | None = None) -> str:
-    """A digest of everything a mirror says (its computer and session id aside). Its text counts through
-    the digests of its segments (`mirror_store`), which a mirror that grew already has for most of it."""
+    """A digest of everything a mirror says (its computer and session id aside). Its text and message
+    spans count through the digests of its segments (`mirror_store`), which a mirror that grew already
+    has for most of it."""
     if digests is None:
-        digests = [str(s.digest) for s in mirror_store.cut_segments(mirror.conversation_text)]
+        spans = mirror.metadata.get("messages", [])
+        digests = [str(s.digest) for s in mirror_store.cut_segments(mirror.conversation_text, 0, spans)]
     payload = orjson.dumps(
         [
             mirror.agent,
@@ -209,7 +221,7 @@ def content_hash(mirror: Mirror, digests: list[str] | None = None) -> str:
             mirror.timestamp_start,
             mirror.timestamp_end,
             digests,
-            mirror.metadata,
+            _record_metadata(mirror.metadata),
         ],
         option=orjson.OPT_SORT_KEYS,
     )
@@ -222,11 +234,14 @@ def content_hash(mirror: Mirror, digests: list[str] | None = None) -> str:
 @dataclass
 class _Build:
     """A local session's new mirror and the state to resume from next time. Its text is the stored one up
-    to `cut`, then `conversation_text` (all of it when `cut` is 0)."""
+    to `cut`, then `conversation_text`; its spans are `metadata["messages"]` (all of them when `cut` is 0,
+    else those from the last message before the resume line on: the stored ones before it are kept)."""
 
     mirror: Mirror
     state: MirrorState
+    count: int  # messages in all
     cut: int = 0
+    frozen: int = 0  # stored spans starting before this are kept
 
 
 @dataclass
@@ -235,7 +250,6 @@ class _Stored:
 
     id: int | None = None
     content_hash: str = ""
-    spans: list[list[Any]] = field(default_factory=list)
     segments: list[Segment] = field(default_factory=list)
 
 
@@ -249,13 +263,12 @@ def _session(conn: sqlite3.Connection, session_id: str) -> sqlite3.Row | None:
 
 def _stored(conn: sqlite3.Connection, session: sqlite3.Row) -> _Stored:
     row = conn.execute(
-        "SELECT id, content_hash, metadata FROM mirror_records WHERE session_id = ? AND computer = ?",
+        "SELECT id, content_hash FROM mirror_records WHERE session_id = ? AND computer = ?",
         (session["session_id"], session["computer"]),
     ).fetchone()
     if row is None:
         return _Stored()
-    spans = orjson.loads(row["metadata"]).get("messages", [])
-    return _Stored(row["id"], row["content_hash"], spans, mirror_store.stored_segments(conn, row["id"]))
+    return _Stored(row["id"], row["content_hash"], mirror_store.stored_segments(conn, row["id"]))
 
 
 def _shell(conn: sqlite3.Connection, session: sqlite3.Row, text: str, spans: list[list[Any]]) -> Mirror:
@@ -274,22 +287,31 @@ def _shell(conn: sqlite3.Connection, session: sqlite3.Row, text: str, spans: lis
     )
 
 
-def _whole(
-    conn: sqlite3.Connection, session: sqlite3.Row, conversation: Conversation, mark: tuple[int, int, int]
-) -> _Build:
+def _place(index: int, count: int, halves: tuple[int, int] | None) -> int | None:
+    """Where message `index` of a conversation of `count` lies among its mirror's (None: cut out)."""
+    if index < 0 or halves is None:
+        return index if index >= 0 else None
+    head, tail = halves
+    if index < head:
+        return index
+    return head + 1 + index - (count - tail) if index >= count - tail else None
+
+
+def _whole(conn: sqlite3.Connection, session: sqlite3.Row, conversation: Conversation, state: MirrorState) -> _Build:
     """The mirror of a conversation whose messages are all at hand (or cut out already, as a Gap)."""
     halves = _halves(conversation.messages, conversation.chars)
     text, spans = _render(_fit(conversation.messages, conversation.count, halves))
-    state = MirrorState(session["resume_line_index"], *mark, recipe=RECIPE)
     if halves is not None:
         state.head, state.tail_start = halves[0], conversation.count - halves[1]
-    return _Build(_shell(conn, session, text, spans), state)
+    place = _place(state.messages - 1, conversation.count, halves)
+    state.last_start = spans[place][1] if place is not None else None
+    return _Build(_shell(conn, session, text, spans), state, conversation.count)
 
 
 def _rebuild(conn: sqlite3.Connection, session: sqlite3.Row) -> _Build:
     conversation = Conversation()
-    mark = conversation.read(conn.execute(_ROWS, (session[0], 0)).fetchall(), session["resume_line_index"])
-    return _whole(conn, session, conversation, mark)
+    state = conversation.read(conn.execute(_ROWS, (session[0], 0)).fetchall(), session["resume_line_index"])
+    return _whole(conn, session, conversation, state)
 
 
 def build_mirror(conn: sqlite3.Connection, session_id: str) -> Mirror | None:
@@ -298,7 +320,7 @@ def build_mirror(conn: sqlite3.Connection, session_id: str) -> Mirror | None:
     if session is None:
         return None
     build = _rebuild(conn, session)
-    if not build.mirror.metadata["messages"]:
+    if not build.count:
         return None
     build.mirror.content_hash = content_hash(build.mirror)
     return build.mirror
@@ -323,59 +345,53 @@ def _seen_before(conn: sqlite3.Connection, session_id: str, line: int, rows: lis
 
 def _resume(state: MirrorState, stored: _Stored) -> Conversation | None:
     """The conversation as it stood at the state's line, with the stored mirror's help; None when the
-    stored mirror is not the one the state was saved with."""
-    if (state.recipe, state.content_hash) != (RECIPE, stored.content_hash):
+    stored mirror is not the one the state was saved with, or no longer holds the state's last message."""
+    if (state.recipe, state.content_hash) != (RECIPE, stored.content_hash) or any(
+        s.digest is None for s in stored.segments
+    ):
         return None
-    if state.head is not None or not state.messages:  # a cut mirror's known messages: `_known`
-        return Conversation(state.messages, state.chars)
-    if state.messages > len(stored.spans) or any(s.digest is None for s in stored.segments):
+    if state.messages and state.last_start is None:
         return None
-    role, start, end, _ = stored.spans[state.messages - 1]
-    if state.last_chars > end - start:
-        return None
-    return Conversation(state.messages, state.chars, (role, state.last_chars))
+    last = (state.last_role, state.last_chars, state.last_timestamp)
+    return Conversation(state.messages, state.chars, last if state.messages else None)
 
 
-def _stored_messages(conn: sqlite3.Connection, stored: _Stored, spans: list[list[Any]], last_chars: int) -> list[Any]:
-    """The stored mirror's messages at these spans, the last one cut back to `last_chars`."""
-    text = mirror_store.stored_text(conn, stored.id) if stored.id is not None else ""
-    messages = [[role, text[start:end], stamp] for role, start, end, stamp in spans]
+def _stored_messages(conn: sqlite3.Connection, stored: _Stored, state: MirrorState) -> list[Any]:
+    """The stored mirror's messages up to the state's last one (cut back to its length then). Of a cut
+    mirror: its first half, a Gap, and the messages of its last half up to there."""
+    spans = mirror_store.stored_spans(conn, stored.segments)
+    text = mirror_store.stored_text(conn, stored.segments)
+    if state.head is None:
+        spans = spans[: state.messages]
+    else:
+        head, tail_start = state.head, state.tail_start or 0
+        after = sum(end - start for _, start, end, _ in spans[head + 1 :])
+        spans = [
+            *spans[:head],
+            Gap(tail_start - head, after),
+            *spans[head + 1 : head + 1 + state.messages - tail_start],
+        ]
+    messages = [s if isinstance(s, Gap) else [s[0], text[s[1] : s[2]], s[3]] for s in spans]
     if messages:
-        messages[-1][1] = messages[-1][1][:last_chars]
+        messages[-1][1] = messages[-1][1][: state.last_chars]
     return messages
 
 
-def _known(conn: sqlite3.Connection, stored: _Stored, state: MirrorState, conversation: Conversation) -> None:
-    """Give a conversation resumed from a cut mirror its known messages: the first half, a Gap, then the
-    kept messages of the last half that precede the resume line (NeedsRebuild when there are none)."""
-    head, tail_start = state.head or 0, state.tail_start or 0
-    known = state.messages - tail_start
-    if known <= 0 or head + 1 + known > len(stored.spans):
-        raise NeedsRebuild
-    spans = [*stored.spans[:head], *stored.spans[head + 1 : head + 1 + known]]
-    messages = _stored_messages(conn, stored, spans, state.last_chars)
-    after = sum(end - start for _, start, end, _ in stored.spans[head + 1 :])
-    conversation.messages = [*messages[:head], Gap(tail_start - head, after), *messages[head:]]
-    conversation.last_role = messages[-1][0]
-
-
 def _spliced(
-    conn: sqlite3.Connection,
-    session: sqlite3.Row,
-    stored: _Stored,
-    state: MirrorState,
-    conversation: Conversation,
-    mark: tuple[int, int, int],
+    conn: sqlite3.Connection, session: sqlite3.Row, state: MirrorState, conversation: Conversation, mark: MirrorState
 ) -> _Build:
     """The stored mirror up to the resume line, then what the entries after it say."""
-    spans = [list(s) for s in stored.spans[: state.messages]]
+    spans: list[list[Any]] = []
     cut = 0
-    if spans:
-        cut = spans[-1][1] + state.last_chars
-        spans[-1][2] = cut + len(conversation.extension)
-    text, more = _render(conversation.messages, cut + len(conversation.extension), after=bool(spans))
+    if state.messages:
+        start = state.last_start or 0
+        cut = start + state.last_chars
+        spans.append([state.last_role, start, cut + len(conversation.extension), state.last_timestamp])
+    text, more = _render(conversation.messages, cut + len(conversation.extension), after=bool(state.messages))
+    last = mark.messages - 1 - state.messages  # the mark's last message among the new ones (-1: the stored one)
+    mark.last_start = more[last][1] if last >= 0 else (state.last_start if mark.messages else None)
     mirror = _shell(conn, session, conversation.extension + text, [*spans, *more])
-    return _Build(mirror, MirrorState(session["resume_line_index"], *mark, recipe=RECIPE), cut)
+    return _Build(mirror, mark, conversation.count, cut, frozen=spans[0][1] if spans else 0)
 
 
 def _continue(conn: sqlite3.Connection, session: sqlite3.Row, stored: _Stored, state: MirrorState) -> _Build:
@@ -387,12 +403,14 @@ def _continue(conn: sqlite3.Connection, session: sqlite3.Row, stored: _Stored, s
     rows = conn.execute(_ROWS, (session[0], state.line_index)).fetchall()
     conversation.seen = _seen_before(conn, session[0], state.line_index, rows)
     if state.head is not None:
-        _known(conn, stored, state, conversation)
+        if state.messages <= (state.tail_start or 0):
+            raise NeedsRebuild  # the stored last half holds none of the messages before the resume line
+        conversation.messages = _stored_messages(conn, stored, state)
     mark = conversation.read(rows, session["resume_line_index"])
     if state.head is None and conversation.chars <= MAX_MIRROR_CHARS:
-        return _spliced(conn, session, stored, state, conversation, mark)
+        return _spliced(conn, session, state, conversation, mark)
     if state.head is None:  # the mirror reaches its cap now: every message is needed once
-        before = _stored_messages(conn, stored, stored.spans[: state.messages], state.last_chars)
+        before = _stored_messages(conn, stored, state)
         if before:
             before[-1][1] += conversation.extension
         conversation.messages = [*before, *conversation.messages]
@@ -434,7 +452,7 @@ def _put(
             mirror.title,
             mirror.timestamp_start,
             mirror.timestamp_end,
-            orjson.dumps(mirror.metadata).decode(),
+            orjson.dumps(_record_metadata(mirror.metadata)).decode(),
             mirror.content_hash,
             updated_at or _now(),
         ),
@@ -451,19 +469,21 @@ def store_mirror(conn: sqlite3.Connection, mirror: Mirror, updated_at: str | Non
     if row is not None and row["content_hash"] == mirror.content_hash:
         return False
     stored = mirror_store.stored_segments(conn, row["id"] if row else None)
-    kept, fresh = mirror_store.splice(conn, stored, 0, mirror.conversation_text)
+    spans = mirror.metadata.get("messages", [])
+    kept, fresh = mirror_store.splice(conn, stored, 0, mirror.conversation_text, spans)
     _put(conn, mirror, stored, kept, fresh, updated_at)
     return True
 
 
 def _write(conn: sqlite3.Connection, stored: _Stored, build: _Build) -> bool:
     """Store a local session's new mirror (or remove it when it has no conversation); True if it changed."""
-    if not build.mirror.metadata["messages"]:  # no conversation (left)
+    if not build.count:
         if stored.id is not None:
             conn.execute("DELETE FROM mirror_records WHERE id = ?", (stored.id,))
         return stored.id is not None
     mirror = build.mirror
-    kept, fresh = mirror_store.splice(conn, stored.segments, build.cut, mirror.conversation_text)
+    spans = mirror.metadata["messages"]
+    kept, fresh = mirror_store.splice(conn, stored.segments, build.cut, mirror.conversation_text, spans, build.frozen)
     mirror.content_hash = content_hash(mirror, [str(s.digest) for s in [*stored.segments[:kept], *fresh]])
     build.state.content_hash = mirror.content_hash
     if mirror.content_hash == stored.content_hash:

@@ -339,16 +339,18 @@ MIGRATIONS: list[str] = [
     END;
     """,
     # 6: incremental mirrors. A mirror's conversation is stored in segments (`mirror_segments`: consecutive
-    # pieces of the text, cut at a paragraph break once MIRROR_SEGMENT_CHARS long) and full-text indexed per
-    # segment, so a session that grows rewrites and re-indexes only its last segments instead of the whole
-    # conversation. `mirror_records` holds the rest of each mirror; the view `mirrors` joins them back into
-    # the rows readers know (`conversation_text` included). A segment's title column carries the session
-    # title in the first segment only. Segment ids grow with `start` within a mirror (a write only replaces
-    # a mirror's last segments), and the view concatenates in that order. `mirror_state` remembers, per
-    # local session, the conversation read up to its resume line, so the next ingest reads only the entries
-    # after it; `entries_message_id` finds the earlier lines of a response (its repeated blocks count once).
-    # The triggers and indexes of `mirrors` follow it to `mirror_records`. Mirrors stored before this
-    # migration keep their text as one segment until they next change.
+    # pieces of the text, cut at paragraph breaks chosen by content, about MIRROR_SEGMENT_CHARS long) and
+    # full-text indexed per segment, so a session that grows rewrites and re-indexes only its last segments
+    # instead of the whole conversation. A segment also holds the spans of the messages that end in it,
+    # relative to its start (so a segment whose text only moved stays the same row), and the session title
+    # when it is the first. `mirror_records` holds the rest of each mirror (its metadata with an empty
+    # `messages` list); the view `mirrors` joins them back into the rows readers know, text and spans in
+    # the order of `start`. (A segment's small columns come before its text: reading them never walks the
+    # text's pages.) The triggers and indexes of `mirrors` follow it to `mirror_records`. `mirror_state`
+    # remembers, per local session, how far its conversation had got at the session's resume line, so the
+    # next ingest reads only the entries after it; `entries_message_id` finds the earlier lines of a
+    # response (its repeated blocks count once). A mirror stored before this migration keeps its text and
+    # spans as one segment until it next changes.
     """
     DROP TRIGGER mirrors_fts_insert;
     DROP TRIGGER mirrors_fts_delete;
@@ -362,23 +364,34 @@ MIGRATIONS: list[str] = [
         mirror_id INTEGER NOT NULL REFERENCES mirror_records(id) ON DELETE CASCADE,
         start INTEGER NOT NULL,
         length INTEGER NOT NULL,
-        body TEXT NOT NULL,
         digest TEXT,
         title TEXT NOT NULL DEFAULT '',
+        spans TEXT NOT NULL DEFAULT '[]',
+        body TEXT NOT NULL,
         fts_body TEXT
     );
     CREATE INDEX mirror_segments_mirror ON mirror_segments(mirror_id, start);
-    INSERT INTO mirror_segments (mirror_id, start, length, body, title, fts_body)
-        SELECT id, 0, length(conversation_text), conversation_text, coalesce(fts_title, title, ''), fts_body
+    INSERT INTO mirror_segments (mirror_id, start, length, title, spans, body, fts_body)
+        SELECT id, 0, length(conversation_text), coalesce(fts_title, title, ''),
+            coalesce(json_extract(metadata, '$.messages'), '[]'), conversation_text, fts_body
         FROM mirror_records WHERE conversation_text != '' ORDER BY id;
+    UPDATE mirror_records SET metadata = json_set(metadata, '$.messages', json('[]'))
+        WHERE json_type(metadata, '$.messages') = 'array';
     ALTER TABLE mirror_records DROP COLUMN conversation_text;
     ALTER TABLE mirror_records DROP COLUMN fts_title;
     ALTER TABLE mirror_records DROP COLUMN fts_body;
 
     CREATE VIEW mirrors AS SELECT r.id, r.session_id, r.computer, r.agent, r.project, r.title, r.timestamp_start,
-        r.timestamp_end, coalesce((SELECT group_concat(body, '') FROM (SELECT body FROM mirror_segments s
-        WHERE s.mirror_id = r.id ORDER BY s.start)), '') AS conversation_text, r.metadata, r.content_hash,
-        r.updated_at FROM mirror_records r;
+        r.timestamp_end,
+        coalesce((SELECT group_concat(body, '') FROM (SELECT body FROM mirror_segments s
+            WHERE s.mirror_id = r.id ORDER BY s.start)), '') AS conversation_text,
+        CASE WHEN json_type(r.metadata, '$.messages') IS NULL THEN r.metadata
+        ELSE json_set(r.metadata, '$.messages', (SELECT json_group_array(json(span)) FROM (
+            SELECT json_array(json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]') + s.start,
+                json_extract(j.value, '$[2]') + s.start, json_extract(j.value, '$[3]')) AS span
+            FROM mirror_segments s, json_each(s.spans) j WHERE s.mirror_id = r.id ORDER BY s.start, j.key)))
+        END AS metadata,
+        r.content_hash, r.updated_at FROM mirror_records r;
     CREATE TRIGGER mirrors_delete INSTEAD OF DELETE ON mirrors BEGIN
         DELETE FROM mirror_records WHERE id = old.id;
     END;
@@ -407,8 +420,11 @@ MIGRATIONS: list[str] = [
         session_id TEXT PRIMARY KEY REFERENCES sessions(session_id) ON DELETE CASCADE,
         line_index INTEGER NOT NULL,
         messages INTEGER NOT NULL,
-        last_chars INTEGER NOT NULL,
         chars INTEGER NOT NULL,
+        last_role TEXT,
+        last_start INTEGER,
+        last_chars INTEGER NOT NULL DEFAULT 0,
+        last_timestamp TEXT,
         head INTEGER,
         tail_start INTEGER,
         content_hash TEXT NOT NULL,
