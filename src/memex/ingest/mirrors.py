@@ -234,8 +234,8 @@ def content_hash(mirror: Mirror, digests: list[str] | None = None) -> str:
 @dataclass
 class _Build:
     """A local session's new mirror and the state to resume from next time. Its text is the stored one up
-    to `cut`, then `conversation_text`; its spans are `metadata["messages"]` (all of them when `cut` is 0,
-    else those from the last message before the resume line on: the stored ones before it are kept)."""
+    to `cut`, then `conversation_text`; its message spans are `metadata["messages"]`, after the stored ones
+    that start before `frozen` (those of a continued conversation that were not read again)."""
 
     mirror: Mirror
     state: MirrorState

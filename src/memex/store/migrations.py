@@ -348,9 +348,9 @@ MIGRATIONS: list[str] = [
     # the order of `start`. (A segment's small columns come before its text: reading them never walks the
     # text's pages.) The triggers and indexes of `mirrors` follow it to `mirror_records`. `mirror_state`
     # remembers, per local session, how far its conversation had got at the session's resume line, so the
-    # next ingest reads only the entries after it; `entries_message_id` finds the earlier lines of a
-    # response (its repeated blocks count once). A mirror stored before this migration keeps its text and
-    # spans as one segment until it next changes.
+    # next ingest reads only the entries after it; `entries_message_id` finds the earlier text lines of a
+    # response in a main stream (its repeated blocks count once). A mirror stored before this migration
+    # keeps its text and spans as one segment until it next changes.
     """
     DROP TRIGGER mirrors_fts_insert;
     DROP TRIGGER mirrors_fts_delete;
@@ -430,7 +430,8 @@ MIGRATIONS: list[str] = [
         content_hash TEXT NOT NULL,
         recipe TEXT NOT NULL
     );
-    CREATE INDEX entries_message_id ON entries(message_id) WHERE message_id IS NOT NULL;
+    CREATE INDEX entries_message_id ON entries(message_id)
+        WHERE message_id IS NOT NULL AND kind = 'assistant' AND agent_id = '' AND text IS NOT NULL;
     """,
 ]
 

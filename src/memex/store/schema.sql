@@ -3,7 +3,7 @@
 CREATE INDEX chunks_turn_id ON chunks(turn_id);
 CREATE INDEX embed_jobs_queue ON embed_jobs(status, level, id);
 CREATE INDEX embed_jobs_version ON embed_jobs(model_version, status);
-CREATE INDEX entries_message_id ON entries(message_id) WHERE message_id IS NOT NULL;
+CREATE INDEX entries_message_id ON entries(message_id) WHERE message_id IS NOT NULL AND kind = 'assistant' AND agent_id = '' AND text IS NOT NULL;
 CREATE INDEX file_mentions_file_path ON file_mentions(file_path);
 CREATE INDEX file_mentions_turn_id ON file_mentions(turn_id);
 CREATE INDEX mirror_segments_mirror ON mirror_segments(mirror_id, start);
