@@ -1,7 +1,12 @@
 """Ingest benchmark: full backfill throughput, mixed-agent backfill, and incremental-ingest latency.
 
-    uv run python bench/ingest.py                 # 500 MB Claude backfill, 200 MB mixed, 50 MB incremental
+    uv run python bench/ingest.py                 # 500 MB Claude backfill, 200 MB mixed, 5/50/100 MB incremental
     uv run python bench/ingest.py --size-mb 50 --mixed-mb 50    # a quicker run
+    uv run python bench/ingest.py --incremental-only            # only the incremental latencies
+
+The incremental transcripts repeat a real 1.4 MB session, each copy with its own response ids (as one
+long session has): a 50 MB one holds a 1.8M-character conversation, a 100 MB one a mirror at its
+2,000,000-character cap, whose last half then slides along with every turn.
 
 The backfill corpus is the real Claude Code transcripts of ../shared/data/claude replicated (each copy with
 fresh session ids) to the requested size. The mixed corpus adds the real Codex rollouts of
@@ -13,6 +18,7 @@ with worker processes parsing.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import re
@@ -186,12 +192,15 @@ def incremental(workdir: Path, size_mb: int, appends: int = 30) -> dict[str, flo
     path = workdir / f"{session_id}.jsonl"
     seed = (SHARED / "obra__episodic-memory" / "large-conversation.jsonl").read_bytes()
     with path.open("wb") as handle:
-        while handle.tell() < size_mb * 1_048_576:
-            handle.write(seed)
+        for copy in itertools.count():  # a copy with the same response ids would be dropped as a repeat
+            if handle.tell() >= size_mb * 1_048_576:
+                break
+            handle.write(seed.replace(b'"msg_', f'"msg_{copy}_'.encode()))
     config = load_config({"MEMEX_HOME": str(workdir / f"home-{size_mb}"), "MEMEX_COMPUTER": "bench"})
     conn = connect(config.db_path)
     transcript = claude.classify(path)
     ingest_transcript(conn, config, transcript)
+    mirror_chars = conn.execute("SELECT length(conversation_text) FROM mirrors").fetchone()[0]
     timings = []
     for n in range(appends):
         with path.open("ab") as handle:
@@ -201,7 +210,11 @@ def incremental(workdir: Path, size_mb: int, appends: int = 30) -> dict[str, flo
         timings.append((time.perf_counter() - started) * 1000)
     conn.close()
     timings.sort()
-    return {"p50_ms": statistics.median(timings), "p95_ms": timings[int(len(timings) * 0.95) - 1]}
+    return {
+        "p50_ms": statistics.median(timings),
+        "p95_ms": timings[int(len(timings) * 0.95) - 1],
+        "mirror_chars": mirror_chars,
+    }
 
 
 def main() -> None:
@@ -210,34 +223,48 @@ def main() -> None:
     parser.add_argument("--mixed-mb", type=int, default=200, help="mixed-agent backfill corpus size (default 200)")
     parser.add_argument("--workers", type=int, default=2, help="worker processes for the mixed backfill")
     parser.add_argument("--big-mb", type=int, default=50, help="transcript size for the incremental test")
+    parser.add_argument("--capped-mb", type=int, default=100, help="a transcript whose mirror is at its cap")
+    parser.add_argument("--incremental-only", action="store_true", help="skip the backfills")
     args = parser.parse_args()
     console = Console()
-    with tempfile.TemporaryDirectory(prefix="memex-bench-") as folder:
-        work = Path(folder)
-        console.print(f"building a {args.size_mb} MB corpus from {SHARED} …", style="dim")
-        corpus_bytes = build_backfill_corpus(work / "corpus", args.size_mb)
-        console.print("full backfill …", style="dim")
-        full = backfill({"claude": [work / "corpus"]}, work / "home", corpus_bytes)
-        console.print(f"building a {args.mixed_mb} MB mixed-agent corpus …", style="dim")
-        mixed_bytes = build_mixed_corpus(work / "mixed", args.mixed_mb)
-        mixed_total = sum(mixed_bytes.values())
-        roots = {
-            "claude": [work / "mixed" / "claude"],
-            "codex": [work / "mixed" / "codex"],
-            "gemini": [work / "mixed" / "gemini"],
-        }
-        console.print("mixed-agent backfill, one process …", style="dim")
-        mixed_one = backfill(roots, work / "home-mixed-1", mixed_total, workers=1)
-        console.print(f"mixed-agent backfill, {args.workers} workers …", style="dim")
-        mixed_par = backfill(roots, work / "home-mixed-n", mixed_total, workers=args.workers)
-        console.print("incremental ingest …", style="dim")
-        small = incremental(work, max(1, args.big_mb // 10))
-        big = incremental(work, args.big_mb)
-
     table = Table(title="memex ingest benchmark")
     table.add_column("measure")
     table.add_column("value", justify="right")
     table.add_column("target", justify="right")
+    with tempfile.TemporaryDirectory(prefix="memex-bench-") as folder:
+        work = Path(folder)
+        if not args.incremental_only:
+            backfills(args, work, table, console)
+        console.print("incremental ingest …", style="dim")
+        for size in (max(1, args.big_mb // 10), args.big_mb, args.capped_mb):
+            result = incremental(work, size)
+            table.add_row(
+                f"incremental: +1 turn on {size} MB (mirror of {result['mirror_chars']:,} characters)",
+                f"p50 {result['p50_ms']:.1f} ms · p95 {result['p95_ms']:.1f} ms",
+                "< 100 ms",
+            )
+    console.print(table)
+    console.print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", style="dim")
+
+
+def backfills(args: argparse.Namespace, work: Path, table: Table, console: Console) -> None:
+    """The Claude backfill and the mixed-agent backfill (one process, then parsing workers), as table rows."""
+    console.print(f"building a {args.size_mb} MB corpus from {SHARED} …", style="dim")
+    corpus_bytes = build_backfill_corpus(work / "corpus", args.size_mb)
+    console.print("full backfill …", style="dim")
+    full = backfill({"claude": [work / "corpus"]}, work / "home", corpus_bytes)
+    console.print(f"building a {args.mixed_mb} MB mixed-agent corpus …", style="dim")
+    mixed_bytes = build_mixed_corpus(work / "mixed", args.mixed_mb)
+    mixed_total = sum(mixed_bytes.values())
+    roots = {
+        "claude": [work / "mixed" / "claude"],
+        "codex": [work / "mixed" / "codex"],
+        "gemini": [work / "mixed" / "gemini"],
+    }
+    console.print("mixed-agent backfill, one process …", style="dim")
+    mixed_one = backfill(roots, work / "home-mixed-1", mixed_total, workers=1)
+    console.print(f"mixed-agent backfill, {args.workers} workers …", style="dim")
+    mixed_par = backfill(roots, work / "home-mixed-n", mixed_total, workers=args.workers)
     table.add_row(
         f"full backfill ({corpus_bytes / 1_048_576:.0f} MB, {full['files']} files)",
         f"{full['mb_per_s']:.1f} MB/s",
@@ -258,14 +285,6 @@ def main() -> None:
         "",
     )
     table.add_row("  mirrors written", f"{mixed_par['mirrors']:,}", "")
-    for label, result in ((f"{max(1, args.big_mb // 10)} MB", small), (f"{args.big_mb} MB", big)):
-        table.add_row(
-            f"incremental: +1 turn on {label}",
-            f"p50 {result['p50_ms']:.1f} ms · p95 {result['p95_ms']:.1f} ms",
-            "< 100 ms",
-        )
-    console.print(table)
-    console.print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", style="dim")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,11 @@ injected context, empty text and `<system-reminder>` blocks are not in it, nor a
 `conversation_text` is the messages as `User: …` / `Assistant: …` paragraphs (what full-text search
 indexes); `metadata["messages"]` gives each message's speaker, character span and time, so a reader
 never has to parse the text back.
+
+A session that grew is not read again from its start: `mirror_state` keeps how far the conversation had
+got at the session's resume line (the entries before it never change on an append), so the next ingest
+reads only the entries after it and writes only the segments of the text that changed (`mirror_store`).
+The result is the mirror a rebuild from every entry gives, to the character.
 """
 
 from __future__ import annotations
@@ -18,9 +23,14 @@ from typing import Any
 
 import orjson
 
+from memex.config import MIRROR_SEGMENT_CHARS
+from memex.ingest import mirror_store
+from memex.ingest.mirror_store import MirrorState, Segment, load_state, save_state
 from memex.textutil import fts_text, strip_system_reminders
 
 MIRROR_FORMAT = 1
+# What a stored mirror depends on besides the entries: a resume state made with another recipe is not used.
+RECIPE = f"{MIRROR_FORMAT}/{MIRROR_SEGMENT_CHARS}"
 LABELS = {"user": "User", "assistant": "Assistant", "summary": "Compaction summary"}
 _ROLES = {"prompt": "user", "assistant": "assistant", "compact_summary": "summary"}
 # One pasted log or generated file must not become most of a mirror (they travel between computers):
@@ -28,6 +38,11 @@ _ROLES = {"prompt": "user", "assistant": "assistant", "compact_summary": "summar
 MAX_MESSAGE_CHARS = 20_000
 MAX_MIRROR_CHARS = 2_000_000
 _CUT = "\n[… cut by memex …]"
+_ROWS = (
+    "SELECT line_index, kind, text, timestamp, message_id FROM entries WHERE session_id = ? AND agent_id = '' "
+    "AND kind IN ('prompt', 'assistant', 'compact_summary') AND text IS NOT NULL AND line_index >= ? "
+    "ORDER BY line_index"
+)
 
 
 @dataclass
@@ -57,85 +72,209 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
-def _conversation(rows: list[sqlite3.Row]) -> list[list[Any]]:
-    """[role, text, timestamp] per message; the lines of one assistant response joined, repeats dropped."""
-    messages: list[list[Any]] = []
-    seen: set[tuple[str, str]] = set()
-    for row in rows:
-        text = strip_system_reminders(row["text"] or "").strip()
+# --- the conversation: entries -> messages -> text ---------------------------------------------------
+
+
+def message_text(raw: str | None) -> str:
+    """An entry's text as a mirror keeps it: no system reminders, trimmed, cut at MAX_MESSAGE_CHARS."""
+    text = strip_system_reminders(raw or "").strip()
+    return text[:MAX_MESSAGE_CHARS] + _CUT if len(text) > MAX_MESSAGE_CHARS else text
+
+
+@dataclass
+class Gap:
+    """Messages a stored mirror cut out (see `_fit`), known only by their number; `after`: the length of
+    the messages that mirror kept after them (the message before those did not fit beside them)."""
+
+    count: int
+    after: int
+
+
+class Conversation:
+    """A session's messages ([role, text, timestamp]), read entry by entry in line order.
+
+    The lines of one assistant response are one message, its repeated blocks count once (`seen`), and
+    consecutive assistant messages are joined. One resumed from a stored mirror (`_resume`) may know its
+    first messages only by number and size: they stay in the stored text (`count` and `chars` include
+    them), and what joins the last of them is kept in `extension`.
+    """
+
+    def __init__(self, count: int = 0, chars: int = 0, last: tuple[Any, int, Any] | None = None) -> None:
+        self.messages: list[Any] = []  # [role, text, timestamp] lists, or a Gap
+        self.count = count
+        self.chars = chars  # the length of all messages' texts
+        # The last message not in `messages`: its speaker, length and time.
+        self.last_role, self._last_chars, self._last_timestamp = last or (None, 0, None)
+        self.extension = ""
+        self.seen: set[tuple[str, str]] = set()
+
+    def add(self, kind: str, raw: str | None, timestamp: str | None, message_id: str | None) -> None:
+        text = message_text(raw)
         if not text:
-            continue
-        if len(text) > MAX_MESSAGE_CHARS:
-            text = text[:MAX_MESSAGE_CHARS] + _CUT
-        role = _ROLES[row["kind"]]
-        if role == "assistant" and row["message_id"]:
-            if (row["message_id"], text) in seen:
-                continue
-            seen.add((row["message_id"], text))
-        if role == "assistant" and messages and messages[-1][0] == "assistant":
-            messages[-1][1] += "\n\n" + text
+            return
+        role = _ROLES[kind]
+        if role == "assistant" and message_id:
+            if (message_id, text) in self.seen:
+                return
+            self.seen.add((message_id, text))
+        if role == "assistant" and self.last_role == "assistant":
+            if self.messages:
+                self.messages[-1][1] += "\n\n" + text
+            else:
+                self.extension += "\n\n" + text
+            self.chars += 2 + len(text)
+            return
+        self.messages.append([role, text, timestamp])
+        self.count, self.chars, self.last_role = self.count + 1, self.chars + len(text), role
+
+    def read(self, rows: list[sqlite3.Row], resume_line: int) -> MirrorState:
+        """Add the rows; returns the state of the conversation before the first row at or after
+        `resume_line`, where the next ingest resumes (its last message not yet placed in the text)."""
+        mark = None
+        for row in rows:
+            if mark is None and row["line_index"] >= resume_line:
+                mark = self.mark(resume_line)
+            self.add(row["kind"], row["text"], row["timestamp"], row["message_id"])
+        return mark or self.mark(resume_line)
+
+    def mark(self, line: int) -> MirrorState:
+        if self.messages:
+            role, text, timestamp = self.messages[-1]
+            role, length = role, len(text)
         else:
-            messages.append([role, text, row["timestamp"]])
-    return messages
+            role, length, timestamp = self.last_role, self._last_chars + len(self.extension), self._last_timestamp
+        return MirrorState(line, self.count, self.chars, role, None, length, timestamp, recipe=RECIPE)
 
 
-def _render(messages: list[list[Any]]) -> tuple[str, list[list[Any]]]:
-    """The conversation text and each message's [role, start, end, timestamp] in it."""
-    parts, spans, offset = [], [], 0
+def _render(messages: list[list[Any]], offset: int = 0, after: bool = False) -> tuple[str, list[list[Any]]]:
+    """The text of the messages and each one's [role, start, end, timestamp] in it; placed at `offset` of
+    the conversation, `after` other messages (a paragraph break first)."""
+    parts: list[str] = []
+    spans = []
     for role, text, timestamp in messages:
         label = f"{LABELS[role]}: "
-        if parts:
+        if parts or after:
+            parts.append("\n\n")
             offset += 2
         spans.append([role, offset + len(label), offset + len(label) + len(text), timestamp])
         parts.append(label + text)
         offset += len(label) + len(text)
-    return "\n\n".join(parts), spans
+    return "".join(parts), spans
 
 
-def _fit(messages: list[list[Any]]) -> list[list[Any]]:
-    """Messages trimmed to MAX_MIRROR_CHARS: the first and the last half are kept."""
-    total = sum(len(text) for _, text, _ in messages)
+class NeedsRebuild(Exception):
+    """A resumed conversation cannot be finished without the messages its stored mirror cut out."""
+
+
+def _halves(messages: list[Any], total: int) -> tuple[int, int] | None:
+    """How many messages the first and the last half keep of a conversation longer than MAX_MIRROR_CHARS
+    (None when it fits whole). A Gap (what a stored mirror already cut) may stand between the halves: the
+    first half ends at it (the message after the first half did not fit, and has not changed since), and
+    so does the last half when it holds at least as much as the stored one did after the Gap (the message
+    before that did not fit then, so it does not now); NeedsRebuild when it holds less."""
     if total <= MAX_MIRROR_CHARS:
-        return messages
+        if any(isinstance(m, Gap) for m in messages):
+            raise NeedsRebuild
+        return None
     half = MAX_MIRROR_CHARS // 2
-    head, used = [], 0
+    head, used = 0, 0
     for message in messages:
-        if used + len(message[1]) > half:
+        if isinstance(message, Gap) or used + len(message[1]) > half:
             break
-        head.append(message)
-        used += len(message[1])
-    tail, used = [], 0
-    for message in reversed(messages[len(head) :]):
-        if used + len(message[1]) > half:
+        head, used = head + 1, used + len(message[1])
+    tail, used = 0, 0
+    for message in reversed(messages[head:]):
+        if isinstance(message, Gap) and used < message.after:
+            raise NeedsRebuild
+        if isinstance(message, Gap) or used + len(message[1]) > half:
             break
-        tail.append(message)
-        used += len(message[1])
-    omitted = len(messages) - len(head) - len(tail)
-    note = ["summary", f"[… {omitted} messages cut by memex …]", None]
-    return [*head, note, *reversed(tail)]
+        tail, used = tail + 1, used + len(message[1])
+    return head, tail
 
 
-def build_mirror(conn: sqlite3.Connection, session_id: str) -> Mirror | None:
-    """The mirror of a local session, from its stored entries; None when it holds no conversation."""
-    session = conn.execute(
-        "SELECT session_id, agent, computer, project_dir, title, started_at, ended_at FROM sessions "
-        "WHERE session_id = ?",
+def _fit(messages: list[Any], count: int, halves: tuple[int, int] | None) -> list[list[Any]]:
+    """Messages trimmed to their halves: the first and the last half kept, a note between them."""
+    if halves is None:
+        return messages
+    head, tail = halves
+    note = ["summary", f"[… {count - head - tail} messages cut by memex …]", None]
+    return [*messages[:head], note, *messages[len(messages) - tail :]]
+
+
+def _record_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """A mirror's metadata as its record keeps it: the message spans are in its segments."""
+    return {**metadata, "messages": []} if "messages" in metadata else metadata
+
+
+def content_hash(mirror: Mirror, digests: list[str] | None = None) -> str:
+    """A digest of everything a mirror says (its computer and session id aside). Its text and message
+    spans count through the digests of its segments (`mirror_store`), which a mirror that grew already
+    has for most of it."""
+    if digests is None:
+        spans = mirror.metadata.get("messages", [])
+        digests = [str(s.digest) for s in mirror_store.cut_segments(mirror.conversation_text, 0, spans)]
+    payload = orjson.dumps(
+        [
+            mirror.agent,
+            mirror.project,
+            mirror.title,
+            mirror.timestamp_start,
+            mirror.timestamp_end,
+            digests,
+            _record_metadata(mirror.metadata),
+        ],
+        option=orjson.OPT_SORT_KEYS,
+    )
+    return hashlib.blake2b(payload, digest_size=16).hexdigest()
+
+
+# --- a local session's mirror: rebuilt from every entry, or continued from the stored one ------------
+
+
+@dataclass
+class _Build:
+    """A local session's new mirror and the state to resume from next time. Its text is the stored one up
+    to `cut`, then `conversation_text`; its message spans are `metadata["messages"]`, after the stored ones
+    that start before `frozen` (those of a continued conversation that were not read again)."""
+
+    mirror: Mirror
+    state: MirrorState
+    count: int  # messages in all
+    cut: int = 0
+    frozen: int = 0  # stored spans starting before this are kept
+
+
+@dataclass
+class _Stored:
+    """A local session's stored mirror, as much of it as continuing it needs."""
+
+    id: int | None = None
+    content_hash: str = ""
+    segments: list[Segment] = field(default_factory=list)
+
+
+def _session(conn: sqlite3.Connection, session_id: str) -> sqlite3.Row | None:
+    return conn.execute(
+        "SELECT session_id, agent, computer, project_dir, title, started_at, ended_at, resume_line_index "
+        "FROM sessions WHERE session_id = ?",
         (session_id,),
     ).fetchone()
-    if session is None:
-        return None
-    rows = conn.execute(
-        "SELECT kind, text, timestamp, message_id FROM entries WHERE session_id = ? AND agent_id = '' "
-        "AND kind IN ('prompt', 'assistant', 'compact_summary') AND text IS NOT NULL ORDER BY line_index",
-        (session_id,),
-    ).fetchall()
-    messages = _fit(_conversation(rows))
-    if not messages:
-        return None
-    text, spans = _render(messages)
-    prs = [r[0] for r in conn.execute("SELECT pr_number FROM pr_links WHERE session_id = ? ORDER BY 1", (session_id,))]
-    metadata = {"format": MIRROR_FORMAT, "messages": spans, "prs": prs}
-    mirror = Mirror(
+
+
+def _stored(conn: sqlite3.Connection, session: sqlite3.Row) -> _Stored:
+    row = conn.execute(
+        "SELECT id, content_hash FROM mirror_records WHERE session_id = ? AND computer = ?",
+        (session["session_id"], session["computer"]),
+    ).fetchone()
+    if row is None:
+        return _Stored()
+    return _Stored(row["id"], row["content_hash"], mirror_store.stored_segments(conn, row["id"]))
+
+
+def _shell(conn: sqlite3.Connection, session: sqlite3.Row, text: str, spans: list[list[Any]]) -> Mirror:
+    """The session's mirror with this text and these message spans (its content hash left to compute)."""
+    prs = [r[0] for r in conn.execute("SELECT pr_number FROM pr_links WHERE session_id = ? ORDER BY 1", (session[0],))]
+    return Mirror(
         session_id=session["session_id"],
         computer=session["computer"],
         agent=session["agent"],
@@ -144,45 +283,167 @@ def build_mirror(conn: sqlite3.Connection, session_id: str) -> Mirror | None:
         timestamp_start=session["started_at"],
         timestamp_end=session["ended_at"],
         conversation_text=text,
-        metadata=metadata,
+        metadata={"format": MIRROR_FORMAT, "messages": spans, "prs": prs},
     )
-    mirror.content_hash = content_hash(mirror)
-    return mirror
 
 
-def content_hash(mirror: Mirror) -> str:
-    """A digest of everything a mirror says (its computer and session id aside)."""
-    payload = orjson.dumps(
-        [
-            mirror.agent,
-            mirror.project,
-            mirror.title,
-            mirror.timestamp_start,
-            mirror.timestamp_end,
-            mirror.conversation_text,
-            mirror.metadata,
-        ],
-        option=orjson.OPT_SORT_KEYS,
-    )
-    return hashlib.blake2b(payload, digest_size=16).hexdigest()
+def _place(index: int, count: int, halves: tuple[int, int] | None) -> int | None:
+    """Where message `index` of a conversation of `count` lies among its mirror's (None: cut out)."""
+    if index < 0 or halves is None:
+        return index if index >= 0 else None
+    head, tail = halves
+    if index < head:
+        return index
+    return head + 1 + index - (count - tail) if index >= count - tail else None
 
 
-def store_mirror(conn: sqlite3.Connection, mirror: Mirror, updated_at: str | None = None) -> bool:
-    """Insert or replace the mirror of (session, computer); False when the stored one says the same."""
-    row = conn.execute(
-        "SELECT content_hash FROM mirrors WHERE session_id = ? AND computer = ?", (mirror.session_id, mirror.computer)
-    ).fetchone()
-    if row is not None and row["content_hash"] == mirror.content_hash:
-        return False
-    conn.execute(
-        "INSERT INTO mirrors (session_id, computer, agent, project, title, timestamp_start, timestamp_end, "
-        "conversation_text, metadata, content_hash, updated_at, fts_title, fts_body) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+def _whole(conn: sqlite3.Connection, session: sqlite3.Row, conversation: Conversation, state: MirrorState) -> _Build:
+    """The mirror of a conversation whose messages are all at hand (or cut out already, as a Gap)."""
+    halves = _halves(conversation.messages, conversation.chars)
+    text, spans = _render(_fit(conversation.messages, conversation.count, halves))
+    if halves is not None:
+        state.head, state.tail_start = halves[0], conversation.count - halves[1]
+    place = _place(state.messages - 1, conversation.count, halves)
+    state.last_start = spans[place][1] if place is not None else None
+    return _Build(_shell(conn, session, text, spans), state, conversation.count)
+
+
+def _rebuild(conn: sqlite3.Connection, session: sqlite3.Row) -> _Build:
+    conversation = Conversation()
+    state = conversation.read(conn.execute(_ROWS, (session[0], 0)).fetchall(), session["resume_line_index"])
+    return _whole(conn, session, conversation, state)
+
+
+def build_mirror(conn: sqlite3.Connection, session_id: str) -> Mirror | None:
+    """The mirror of a local session, from all its stored entries; None when it holds no conversation."""
+    session = _session(conn, session_id)
+    if session is None:
+        return None
+    build = _rebuild(conn, session)
+    if not build.count:
+        return None
+    build.mirror.content_hash = content_hash(build.mirror)
+    return build.mirror
+
+
+def _seen_before(conn: sqlite3.Connection, session_id: str, line: int, rows: list[sqlite3.Row]) -> set[tuple[str, str]]:
+    """The (response id, text) pairs of the assistant lines before `line` of the responses in `rows`."""
+    ids = sorted({r["message_id"] for r in rows if r["kind"] == "assistant" and r["message_id"]})
+    seen = set()
+    for index in range(0, len(ids), 500):
+        chunk = ids[index : index + 500]
+        for message_id, raw in conn.execute(
+            "SELECT message_id, text FROM entries INDEXED BY entries_message_id WHERE message_id IS NOT NULL "
+            f"AND message_id IN ({','.join('?' * len(chunk))}) AND session_id = ? AND agent_id = '' "
+            "AND kind = 'assistant' AND text IS NOT NULL AND line_index < ?",
+            [*chunk, session_id, line],
+        ):
+            if text := message_text(raw):
+                seen.add((message_id, text))
+    return seen
+
+
+def _resume(state: MirrorState, stored: _Stored) -> Conversation | None:
+    """The conversation as it stood at the state's line, with the stored mirror's help; None when the
+    stored mirror is not the one the state was saved with, or no longer holds the state's last message."""
+    if (state.recipe, state.content_hash) != (RECIPE, stored.content_hash) or any(
+        s.digest is None for s in stored.segments
+    ):
+        return None
+    if state.messages and state.last_start is None:
+        return None
+    last = (state.last_role, state.last_chars, state.last_timestamp)
+    return Conversation(state.messages, state.chars, last if state.messages else None)
+
+
+def _stored_messages(conn: sqlite3.Connection, stored: _Stored, state: MirrorState) -> list[Any]:
+    """The stored mirror's messages up to the state's last one (cut back to its length then). Of a cut
+    mirror: its first half, a Gap, and the messages of its last half up to there."""
+    spans = mirror_store.stored_spans(conn, stored.segments)
+    text = mirror_store.stored_text(conn, stored.segments)
+    if state.head is None:
+        spans = spans[: state.messages]
+    else:
+        head, tail_start = state.head, state.tail_start or 0
+        after = sum(end - start for _, start, end, _ in spans[head + 1 :])
+        spans = [
+            *spans[:head],
+            Gap(tail_start - head, after),
+            *spans[head + 1 : head + 1 + state.messages - tail_start],
+        ]
+    messages = [s if isinstance(s, Gap) else [s[0], text[s[1] : s[2]], s[3]] for s in spans]
+    if messages:
+        messages[-1][1] = messages[-1][1][: state.last_chars]
+    return messages
+
+
+def _spliced(
+    conn: sqlite3.Connection, session: sqlite3.Row, state: MirrorState, conversation: Conversation, mark: MirrorState
+) -> _Build:
+    """The stored mirror up to the resume line, then what the entries after it say."""
+    spans: list[list[Any]] = []
+    cut = 0
+    if state.messages:
+        start = state.last_start or 0
+        cut = start + state.last_chars
+        spans.append([state.last_role, start, cut + len(conversation.extension), state.last_timestamp])
+    text, more = _render(conversation.messages, cut + len(conversation.extension), after=bool(state.messages))
+    last = mark.messages - 1 - state.messages  # the mark's last message among the new ones (-1: the stored one)
+    mark.last_start = more[last][1] if last >= 0 else (state.last_start if mark.messages else None)
+    mirror = _shell(conn, session, conversation.extension + text, [*spans, *more])
+    return _Build(mirror, mark, conversation.count, cut, frozen=spans[0][1] if spans else 0)
+
+
+def _continue(conn: sqlite3.Connection, session: sqlite3.Row, stored: _Stored, state: MirrorState) -> _Build:
+    """The new mirror from the stored one and the entries from the state's line on (NeedsRebuild when it
+    cannot be told without reading them all)."""
+    conversation = _resume(state, stored)
+    if conversation is None:
+        raise NeedsRebuild
+    rows = conn.execute(_ROWS, (session[0], state.line_index)).fetchall()
+    conversation.seen = _seen_before(conn, session[0], state.line_index, rows)
+    if state.head is not None:
+        if state.messages <= (state.tail_start or 0):
+            raise NeedsRebuild  # the stored last half holds none of the messages before the resume line
+        conversation.messages = _stored_messages(conn, stored, state)
+    mark = conversation.read(rows, session["resume_line_index"])
+    if state.head is None and conversation.chars <= MAX_MIRROR_CHARS:
+        return _spliced(conn, session, state, conversation, mark)
+    if state.head is None:  # the mirror reaches its cap now: every message is needed once
+        before = _stored_messages(conn, stored, state)
+        if before:
+            before[-1][1] += conversation.extension
+        conversation.messages = [*before, *conversation.messages]
+    build = _whole(conn, session, conversation, mark)
+    head = build.state.head or 0
+    build.cut = build.mirror.metadata["messages"][head - 1][2] if head else 0  # the first half stays as it was
+    build.mirror.conversation_text = build.mirror.conversation_text[build.cut :]
+    return build
+
+
+# --- storing ----------------------------------------------------------------------------------------------
+
+
+def _fts_title(title: str | None) -> str:
+    return (fts_text(title) or title) if title else ""
+
+
+def _put(
+    conn: sqlite3.Connection,
+    mirror: Mirror,
+    stored: list[Segment],
+    kept: int,
+    fresh: list[Segment],
+    updated_at: str | None,
+) -> None:
+    """Write a mirror's record and the segments that changed (`kept` stored ones stay, then `fresh`)."""
+    mirror_id = conn.execute(
+        "INSERT INTO mirror_records (session_id, computer, agent, project, title, timestamp_start, "
+        "timestamp_end, metadata, content_hash, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (session_id, computer) DO UPDATE SET agent = excluded.agent, project = excluded.project, "
         "title = excluded.title, timestamp_start = excluded.timestamp_start, "
-        "timestamp_end = excluded.timestamp_end, conversation_text = excluded.conversation_text, "
-        "metadata = excluded.metadata, content_hash = excluded.content_hash, updated_at = excluded.updated_at, "
-        "fts_title = excluded.fts_title, fts_body = excluded.fts_body",
+        "timestamp_end = excluded.timestamp_end, metadata = excluded.metadata, "
+        "content_hash = excluded.content_hash, updated_at = excluded.updated_at RETURNING id",
         (
             mirror.session_id,
             mirror.computer,
@@ -191,37 +452,74 @@ def store_mirror(conn: sqlite3.Connection, mirror: Mirror, updated_at: str | Non
             mirror.title,
             mirror.timestamp_start,
             mirror.timestamp_end,
-            mirror.conversation_text,
-            orjson.dumps(mirror.metadata).decode(),
+            orjson.dumps(_record_metadata(mirror.metadata)).decode(),
             mirror.content_hash,
             updated_at or _now(),
-            fts_text(mirror.title) if mirror.title else None,
-            fts_text(mirror.conversation_text),
         ),
-    )
+    ).fetchone()[0]
+    mirror_store.write_segments(conn, mirror_id, stored, kept, fresh, _fts_title(mirror.title))
+
+
+def store_mirror(conn: sqlite3.Connection, mirror: Mirror, updated_at: str | None = None) -> bool:
+    """Insert or replace the mirror of (session, computer); False when the stored one says the same."""
+    row = conn.execute(
+        "SELECT id, content_hash FROM mirror_records WHERE session_id = ? AND computer = ?",
+        (mirror.session_id, mirror.computer),
+    ).fetchone()
+    if row is not None and row["content_hash"] == mirror.content_hash:
+        return False
+    stored = mirror_store.stored_segments(conn, row["id"] if row else None)
+    spans = mirror.metadata.get("messages", [])
+    kept, fresh = mirror_store.splice(conn, stored, 0, mirror.conversation_text, spans)
+    _put(conn, mirror, stored, kept, fresh, updated_at)
     return True
 
 
-def refresh_mirror(conn: sqlite3.Connection, session_id: str) -> bool:
-    """Rebuild a local session's mirror; True when the stored mirror changed (written or removed)."""
-    mirror = build_mirror(conn, session_id)
-    if mirror is None:
-        return (
-            conn.execute(
-                "DELETE FROM mirrors WHERE session_id = ? AND computer = "
-                "(SELECT computer FROM sessions WHERE session_id = ?)",
-                (session_id, session_id),
-            ).rowcount
-            > 0
-        )
-    return store_mirror(conn, mirror)
+def _write(conn: sqlite3.Connection, stored: _Stored, build: _Build) -> bool:
+    """Store a local session's new mirror (or remove it when it has no conversation); True if it changed."""
+    if not build.count:
+        if stored.id is not None:
+            conn.execute("DELETE FROM mirror_records WHERE id = ?", (stored.id,))
+        return stored.id is not None
+    mirror = build.mirror
+    spans = mirror.metadata["messages"]
+    kept, fresh = mirror_store.splice(conn, stored.segments, build.cut, mirror.conversation_text, spans, build.frozen)
+    mirror.content_hash = content_hash(mirror, [str(s.digest) for s in [*stored.segments[:kept], *fresh]])
+    build.state.content_hash = mirror.content_hash
+    if mirror.content_hash == stored.content_hash:
+        return False
+    _put(conn, mirror, stored.segments, kept, fresh, None)
+    return True
+
+
+def refresh_mirror(conn: sqlite3.Connection, session_id: str, since_line: int = 0) -> bool:
+    """Bring a local session's stored mirror up to date with its entries; True when it changed (written or
+    removed). With `since_line`, the entries before that line are those of the last refresh (an append):
+    the stored mirror is continued from there when the state saved with it allows."""
+    session = _session(conn, session_id)
+    if session is None:
+        return False
+    stored = _stored(conn, session)
+    state = load_state(conn, session_id) if 0 < since_line <= session["resume_line_index"] else None
+    try:
+        if state is None or state.line_index != since_line:
+            raise NeedsRebuild
+        build = _continue(conn, session, stored, state)
+    except NeedsRebuild:
+        build = _rebuild(conn, session)
+    changed = _write(conn, stored, build)
+    save_state(conn, session_id, build.state)
+    return changed
+
+
+# --- reading ------------------------------------------------------------------------------------------
 
 
 def sessions_without_mirror(conn: sqlite3.Connection) -> list[str]:
     """Local sessions holding conversation but no mirror yet (indexed before mirrors existed)."""
     rows = conn.execute(
         "SELECT s.session_id FROM sessions s WHERE NOT EXISTS "
-        "(SELECT 1 FROM mirrors m WHERE m.session_id = s.session_id AND m.computer = s.computer) "
+        "(SELECT 1 FROM mirror_records m WHERE m.session_id = s.session_id AND m.computer = s.computer) "
         "AND EXISTS (SELECT 1 FROM entries e WHERE e.session_id = s.session_id AND e.agent_id = '' "
         "AND e.kind IN ('prompt', 'assistant', 'compact_summary') AND e.text IS NOT NULL) ORDER BY s.session_id"
     ).fetchall()

@@ -431,7 +431,8 @@ def write_stream(conn: sqlite3.Connection, config: Config, plan: Plan, parsed: P
     state.head_hash, state.tail_hash = parsed.checks
     save_state(conn, session_id, agent_id, _path_key(transcript.path), state, now)
     if not agent_id:  # the mirror holds the main conversation only
-        report.mirror_written = refresh_mirror(conn, session_id)
+        since = parsed.start_line if plan.status == "appended" else 0
+        report.mirror_written = refresh_mirror(conn, session_id, since)
     return report
 
 

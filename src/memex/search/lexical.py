@@ -57,13 +57,11 @@ def _words(query: str) -> list[str]:
     return words
 
 
-def fts_query(query: str, match_all: bool = True) -> str | None:
-    """An FTS5 MATCH expression for a user's query, or None when it holds nothing searchable.
-
-    Every word becomes a quoted phrase, so `snake_case` and `src/a/b.py` match as written and FTS5
-    syntax in the query is inert. With `match_all` every word must match; otherwise any may, and CJK
-    runs are split into overlapping character pairs so a sentence still finds its words.
-    """
+def fts_terms(query: str, match_all: bool = True) -> list[str]:
+    """The FTS5 phrases of a user's query, each once: every word becomes a quoted phrase, so `snake_case`
+    and `src/a/b.py` match as written and FTS5 syntax in the query is inert. Without `match_all` (any word
+    may match) stopwords are left out and CJK runs are split into overlapping character pairs, so a
+    sentence still finds its words."""
     terms: list[str] = []
     words = _words(query)
     if not match_all:  # any word may match: the common ones would match everything
@@ -79,9 +77,14 @@ def fts_query(query: str, match_all: bool = True) -> str | None:
                 terms.extend(_phrase(f"{piece[i]} {piece[i + 1]}") for i in range(len(piece) - 1))
             else:
                 terms.append(_phrase(fts_text(piece) or piece))
-    if not terms:
-        return None
-    return (" AND " if match_all else " OR ").join(dict.fromkeys(terms))
+    return list(dict.fromkeys(terms))
+
+
+def fts_query(query: str, match_all: bool = True) -> str | None:
+    """An FTS5 MATCH expression for a user's query (`fts_terms`: all of them, or any), or None when it
+    holds nothing searchable."""
+    terms = fts_terms(query, match_all)
+    return (" AND " if match_all else " OR ").join(terms) if terms else None
 
 
 @dataclass

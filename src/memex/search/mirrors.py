@@ -11,7 +11,7 @@ import sqlite3
 from typing import Any
 
 from memex.ingest.mirrors import LABELS, mirror_from_row
-from memex.search.lexical import _words, fts_query
+from memex.search.lexical import _words, fts_terms
 from memex.store.queries import Filters, where
 from memex.textutil import has_cjk
 
@@ -55,24 +55,43 @@ def _context(text: str, spans: list[list[Any]], query: str) -> str:
     return piece if len(piece) <= CONTEXT_CHARS else piece[:CONTEXT_CHARS] + "…"
 
 
+def _ranked(
+    conn: sqlite3.Connection, terms: list[str], match_all: bool, scoped: tuple[list[str], list[Any]], limit: int
+) -> list[sqlite3.Row]:
+    """Mirrors holding all (or any) of the FTS5 phrases `terms`, best first.
+
+    A mirror is indexed in segments, so each phrase is looked up apart and the hits are grouped per
+    mirror: all words must occur in the conversation, not in one segment. A mirror's score is, for each
+    phrase, BM25 of its best segment (the title is in the first), summed over the phrases: the BM25 of
+    the whole conversation for a mirror of one segment, as most are."""
+    clauses, params = scoped
+    # (bm25() cannot be aggregated where it is computed: the lookups are materialized first.)
+    lookups = " UNION ALL ".join(
+        f"SELECT {index} AS term, s.mirror_id, -bm25(mirrors_fts, {TITLE_WEIGHT}, 1.0) AS score FROM mirrors_fts "
+        "JOIN mirror_segments s ON s.id = mirrors_fts.rowid WHERE mirrors_fts MATCH ?"
+        for index in range(len(terms))
+    )
+    having = f" HAVING count(*) = {len(terms)}" if match_all else ""
+    return conn.execute(
+        f"WITH hits AS MATERIALIZED ({lookups}), "
+        "best AS (SELECT mirror_id, term, max(score) AS score FROM hits GROUP BY mirror_id, term) "
+        f"SELECT m.id, sum(b.score) AS score FROM best b JOIN mirror_records m ON m.id = b.mirror_id{where(clauses)} "
+        f"GROUP BY m.id{having} ORDER BY score DESC LIMIT ?",
+        [*terms, *params, limit],
+    ).fetchall()
+
+
 def search_mirrors(conn: sqlite3.Connection, query: str, filters: Filters, limit: int) -> list[dict[str, Any]]:
     """Mirrors matching `query` by BM25 (all words first, any word when that finds too few), best first."""
     scoped = filters.mirror_clauses("m")
     if scoped is None:
         return []
-    clauses, params = scoped
     found: dict[int, float] = {}
     for match_all in (True, False):
-        expression = fts_query(query, match_all)
-        if expression is None:
+        terms = fts_terms(query, match_all)
+        if not terms:
             return []
-        rows = conn.execute(
-            f"SELECT m.id, -bm25(mirrors_fts, {TITLE_WEIGHT}, 1.0) AS score FROM mirrors_fts "
-            f"JOIN mirrors m ON m.id = mirrors_fts.rowid{where(['mirrors_fts MATCH ?', *clauses])} "
-            f"ORDER BY bm25(mirrors_fts, {TITLE_WEIGHT}, 1.0) LIMIT ?",
-            [expression, *params, limit],
-        ).fetchall()
-        for row in rows:
+        for row in _ranked(conn, terms, match_all, scoped, limit):
             found.setdefault(row["id"], row["score"])
         if len(found) >= limit or len(_words(query)) <= 1:
             break

@@ -339,6 +339,101 @@ MIGRATIONS: list[str] = [
         UPDATE session_access_patterns SET stale = 1 WHERE session_id = old.session_id AND stale = 0;
     END;
     """,
+    # 6: incremental mirrors. A mirror's conversation is stored in segments (`mirror_segments`: consecutive
+    # pieces of the text, cut at paragraph breaks chosen by content, about MIRROR_SEGMENT_CHARS long) and
+    # full-text indexed per segment, so a session that grows rewrites and re-indexes only its last segments
+    # instead of the whole conversation. A segment also holds the spans of the messages that end in it,
+    # relative to its start (so a segment whose text only moved stays the same row), and the session title
+    # when it is the first. `mirror_records` holds the rest of each mirror (its metadata with an empty
+    # `messages` list); the view `mirrors` joins them back into the rows readers know, text and spans in
+    # the order of `start`. (A segment's small columns come before its text: reading them never walks the
+    # text's pages.) The triggers and indexes of `mirrors` follow it to `mirror_records`. `mirror_state`
+    # remembers, per local session, how far its conversation had got at the session's resume line, so the
+    # next ingest reads only the entries after it; `entries_message_id` finds the earlier text lines of a
+    # response in a main stream (its repeated blocks count once). A mirror stored before this migration
+    # keeps its text and spans as one segment until it next changes.
+    """
+    DROP TRIGGER mirrors_fts_insert;
+    DROP TRIGGER mirrors_fts_delete;
+    DROP TRIGGER mirrors_fts_update;
+    DROP TABLE mirrors_fts;
+    DROP VIEW mirrors_fts_source;
+    ALTER TABLE mirrors RENAME TO mirror_records;
+
+    CREATE TABLE mirror_segments (
+        id INTEGER PRIMARY KEY,
+        mirror_id INTEGER NOT NULL REFERENCES mirror_records(id) ON DELETE CASCADE,
+        start INTEGER NOT NULL,
+        length INTEGER NOT NULL,
+        digest TEXT,
+        title TEXT NOT NULL DEFAULT '',
+        spans TEXT NOT NULL DEFAULT '[]',
+        body TEXT NOT NULL,
+        fts_body TEXT
+    );
+    CREATE INDEX mirror_segments_mirror ON mirror_segments(mirror_id, start);
+    INSERT INTO mirror_segments (mirror_id, start, length, title, spans, body, fts_body)
+        SELECT id, 0, length(conversation_text), coalesce(fts_title, title, ''),
+            coalesce(json_extract(metadata, '$.messages'), '[]'), conversation_text, fts_body
+        FROM mirror_records WHERE conversation_text != '' ORDER BY id;
+    UPDATE mirror_records SET metadata = json_set(metadata, '$.messages', json('[]'))
+        WHERE json_type(metadata, '$.messages') = 'array';
+    ALTER TABLE mirror_records DROP COLUMN conversation_text;
+    ALTER TABLE mirror_records DROP COLUMN fts_title;
+    ALTER TABLE mirror_records DROP COLUMN fts_body;
+
+    CREATE VIEW mirrors AS SELECT r.id, r.session_id, r.computer, r.agent, r.project, r.title, r.timestamp_start,
+        r.timestamp_end,
+        coalesce((SELECT group_concat(body, '') FROM (SELECT body FROM mirror_segments s
+            WHERE s.mirror_id = r.id ORDER BY s.start)), '') AS conversation_text,
+        CASE WHEN json_type(r.metadata, '$.messages') IS NULL THEN r.metadata
+        ELSE json_set(r.metadata, '$.messages', (SELECT json_group_array(json(span)) FROM (
+            SELECT json_array(json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]') + s.start,
+                json_extract(j.value, '$[2]') + s.start, json_extract(j.value, '$[3]')) AS span
+            FROM mirror_segments s, json_each(s.spans) j WHERE s.mirror_id = r.id ORDER BY s.start, j.key)))
+        END AS metadata,
+        r.content_hash, r.updated_at FROM mirror_records r;
+    CREATE TRIGGER mirrors_delete INSTEAD OF DELETE ON mirrors BEGIN
+        DELETE FROM mirror_records WHERE id = old.id;
+    END;
+
+    -- As for chunks: FTS5 reads CJK text with a space around each character.
+    CREATE VIEW mirrors_fts_source AS SELECT id, title, coalesce(fts_body, body) AS body FROM mirror_segments;
+    CREATE VIRTUAL TABLE mirrors_fts USING fts5(
+        title, body, content='mirrors_fts_source', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
+    );
+    INSERT INTO mirrors_fts(mirrors_fts) VALUES ('rebuild');
+    CREATE TRIGGER mirror_segments_fts_insert AFTER INSERT ON mirror_segments BEGIN
+        INSERT INTO mirrors_fts(rowid, title, body) VALUES (new.id, new.title, coalesce(new.fts_body, new.body));
+    END;
+    CREATE TRIGGER mirror_segments_fts_delete AFTER DELETE ON mirror_segments BEGIN
+        INSERT INTO mirrors_fts(mirrors_fts, rowid, title, body)
+        VALUES ('delete', old.id, old.title, coalesce(old.fts_body, old.body));
+    END;
+    CREATE TRIGGER mirror_segments_fts_update AFTER UPDATE OF title ON mirror_segments
+    WHEN old.title IS NOT new.title BEGIN
+        INSERT INTO mirrors_fts(mirrors_fts, rowid, title, body)
+        VALUES ('delete', old.id, old.title, coalesce(old.fts_body, old.body));
+        INSERT INTO mirrors_fts(rowid, title, body) VALUES (new.id, new.title, coalesce(new.fts_body, new.body));
+    END;
+
+    CREATE TABLE mirror_state (
+        session_id TEXT PRIMARY KEY REFERENCES sessions(session_id) ON DELETE CASCADE,
+        line_index INTEGER NOT NULL,
+        messages INTEGER NOT NULL,
+        chars INTEGER NOT NULL,
+        last_role TEXT,
+        last_start INTEGER,
+        last_chars INTEGER NOT NULL DEFAULT 0,
+        last_timestamp TEXT,
+        head INTEGER,
+        tail_start INTEGER,
+        content_hash TEXT NOT NULL,
+        recipe TEXT NOT NULL
+    );
+    CREATE INDEX entries_message_id ON entries(message_id)
+        WHERE message_id IS NOT NULL AND kind = 'assistant' AND agent_id = '' AND text IS NOT NULL;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
