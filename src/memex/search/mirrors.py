@@ -68,7 +68,8 @@ def _ranked(
     # (bm25() cannot be aggregated where it is computed: the lookups are materialized first.)
     lookups = " UNION ALL ".join(
         f"SELECT {index} AS term, s.mirror_id, -bm25(mirrors_fts, {TITLE_WEIGHT}, 1.0) AS score FROM mirrors_fts "
-        "JOIN mirror_segments s ON s.id = mirrors_fts.rowid WHERE mirrors_fts MATCH ?"
+        "JOIN mirror_segments s INDEXED BY mirror_segments_owner ON s.id = mirrors_fts.rowid "
+        "WHERE mirrors_fts MATCH ?"
         for index in range(len(terms))
     )
     having = f" HAVING count(*) = {len(terms)}" if match_all else ""

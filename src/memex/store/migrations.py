@@ -372,6 +372,8 @@ MIGRATIONS: list[str] = [
         fts_body TEXT
     );
     CREATE INDEX mirror_segments_mirror ON mirror_segments(mirror_id, start);
+    -- Search maps a hit (a segment) to its mirror through this, without reading the segment's row.
+    CREATE INDEX mirror_segments_owner ON mirror_segments(id, mirror_id);
     INSERT INTO mirror_segments (mirror_id, start, length, title, spans, body, fts_body)
         SELECT id, 0, length(conversation_text), coalesce(fts_title, title, ''),
             coalesce(json_extract(metadata, '$.messages'), '[]'), conversation_text, fts_body

@@ -7,6 +7,7 @@ CREATE INDEX entries_message_id ON entries(message_id) WHERE message_id IS NOT N
 CREATE INDEX file_mentions_file_path ON file_mentions(file_path);
 CREATE INDEX file_mentions_turn_id ON file_mentions(turn_id);
 CREATE INDEX mirror_segments_mirror ON mirror_segments(mirror_id, start);
+CREATE INDEX mirror_segments_owner ON mirror_segments(id, mirror_id);
 CREATE INDEX mirrors_project ON "mirror_records"(project);
 CREATE INDEX mirrors_timestamp_start ON "mirror_records"(timestamp_start);
 CREATE INDEX pr_links_pr_number ON pr_links(pr_number);
