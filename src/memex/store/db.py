@@ -12,6 +12,8 @@ from memex.errors import StoreError, UserError
 from memex.store.migrations import MIGRATIONS, MIN_COMPATIBLE_VERSION, SCHEMA_VERSION
 
 _SIDE_FILES = ("-wal", "-shm")
+# The migrations use DROP COLUMN, RETURNING and MATERIALIZED (SQLite 3.35, March 2021).
+MIN_SQLITE = (3, 35, 0)
 
 
 def _configure(conn: sqlite3.Connection, busy_timeout_ms: int) -> None:
@@ -80,6 +82,10 @@ def connect(path: Path, busy_timeout_ms: int = 30_000) -> sqlite3.Connection:
 
     Writers wrap their work in `transaction()`. An incompatible older schema is set aside and rebuilt.
     """
+    if sqlite3.sqlite_version_info < MIN_SQLITE:
+        raise StoreError(
+            f"memex needs SQLite {'.'.join(map(str, MIN_SQLITE))} or newer; this Python has {sqlite3.sqlite_version}"
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
