@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
 from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TextColumn,
+    TimeRemainingColumn,
+)
 
 
 def short_time(timestamp: str | None) -> str:
@@ -28,12 +36,12 @@ def subagent_label(agent_id: str | None) -> str:
 
 
 @contextmanager
-def byte_progress(console: Console, total: int, description: str) -> Iterator[Progress]:
-    """A progress bar over bytes on the console (hidden when it is not a terminal)."""
+def _progress(console: Console, total: int, description: str, counter: ProgressColumn) -> Iterator[Progress]:
+    """A progress bar on the console (hidden when it is not a terminal), with a `current` field."""
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
-        DownloadColumn(),
+        counter,
         TimeRemainingColumn(),
         TextColumn("{task.fields[current]}", style="dim"),
         console=console,
@@ -45,19 +53,11 @@ def byte_progress(console: Console, total: int, description: str) -> Iterator[Pr
         yield progress
 
 
-@contextmanager
-def count_progress(console: Console, total: int, description: str) -> Iterator[Progress]:
-    """A progress bar over items (n/total, time left) on the console (hidden when it is not a terminal)."""
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        TextColumn("{task.fields[current]}", style="dim"),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    )
-    with progress:
-        progress.add_task(description, total=total, current="")
-        yield progress
+def byte_progress(console: Console, total: int, description: str) -> AbstractContextManager[Progress]:
+    """A progress bar over bytes."""
+    return _progress(console, total, description, DownloadColumn())
+
+
+def count_progress(console: Console, total: int, description: str) -> AbstractContextManager[Progress]:
+    """A progress bar over items (n/total, time left)."""
+    return _progress(console, total, description, MofNCompleteColumn())
