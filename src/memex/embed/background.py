@@ -1,32 +1,19 @@
 """Start the embedding worker in the background (from a hook), cheaply and at most once at a time.
 
-Only the standard library is imported here: a Stop hook calls this on every stop.
+Only the standard library (and the lock module) is imported here: a Stop hook calls this on every stop.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+from memex.embed.lock import worker_running
+
 # The background worker yields to the user's own work.
 NICENESS = 10
-
-
-def worker_running(home: Path) -> bool:
-    """True when some process holds the store's embedding lock."""
-    try:
-        with (home / "embed.lock").open("a") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return True
-            fcntl.flock(handle, fcntl.LOCK_UN)
-            return False
-    except OSError:
-        return True  # cannot tell: do not start another
 
 
 def start_background_embed(home: Path, threads: int = 1) -> bool:

@@ -10,26 +10,18 @@ doubling back-off, then left in state `error` with its message.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 from memex.config import Config
+from memex.embed.lock import EmbedBusy, worker_lock
 from memex.embed.model import Embedder, load_embedder
 from memex.embed.summarizer import llm_summaries
-from memex.errors import MemexError
 from memex.ingest.embed_texts import LEVELS, embed_texts, text_hash
 from memex.store.db import transaction
-
-
-class EmbedBusy(MemexError):
-    """Another process is draining the queue of this store."""
 
 
 @dataclass
@@ -53,28 +45,6 @@ def _now() -> datetime:
 
 def _stamp(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-@contextlib.contextmanager
-def worker_lock(home: Path) -> Iterator[None]:
-    """Hold the store's embedding lock (one worker at a time); EmbedBusy when another holds it."""
-    home.mkdir(parents=True, exist_ok=True)
-    path = home / "embed.lock"
-    with path.open("a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "?"
-            raise EmbedBusy(f"another memex process (pid {holder}) is embedding; it drains the same queue") from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def requeue_stale(conn: sqlite3.Connection, model_version: str) -> int:
