@@ -171,15 +171,6 @@ def _vectors_by_hash(conn: sqlite3.Connection, hashes: list[str], version: str) 
     return {r[0]: r[1] for r in rows}
 
 
-def _existing_hashes(conn: sqlite3.Connection, level: str, owners: list[int], version: str) -> dict[int, str]:
-    marks = ",".join("?" * len(owners))
-    rows = conn.execute(
-        f"SELECT owner_id, text_hash FROM vectors WHERE level = ? AND model_version = ? AND owner_id IN ({marks})",
-        [level, version, *owners],
-    )
-    return {r[0]: r[1] for r in rows}
-
-
 def drain(
     conn: sqlite3.Connection,
     config: Config,
@@ -205,25 +196,18 @@ def drain(
             break
         taken += len(jobs)
         level = jobs[0]["level"]
-        owners = [j["owner_id"] for j in jobs]
-        texts = embed_texts(conn, level, owners, config)
-        known = _existing_hashes(conn, level, owners, config.model_version)
+        texts = embed_texts(conn, level, [j["owner_id"] for j in jobs], config)
+        hashes = {owner: text_hash(text) for owner, text in texts.items()}
+        # A text embedded before (by this owner, or another with the same text) keeps its vector.
+        known = _vectors_by_hash(conn, list(set(hashes.values())), config.model_version)
         results: dict[int, tuple[object | None, str | None]] = {}
         todo = []
-        for job in jobs:
-            text = texts.get(job["owner_id"])
-            if text is None:
-                continue
-            if known.get(job["owner_id"]) == text_hash(text):
-                results[job["id"]] = (None, None)  # its vector already reads this text
+        for job in (j for j in jobs if j["owner_id"] in texts):
+            if hashes[job["owner_id"]] in known:
+                results[job["id"]] = (known[hashes[job["owner_id"]]], None)
                 report.reused += 1
             else:
                 todo.append(job)
-        copies = _vectors_by_hash(conn, [text_hash(texts[j["owner_id"]]) for j in todo], config.model_version)
-        for job in [j for j in todo if text_hash(texts[j["owner_id"]]) in copies]:
-            results[job["id"]] = (copies[text_hash(texts[job["owner_id"]])], None)  # same text, same vector
-            report.reused += 1
-            todo.remove(job)
         if todo:
             if embedder is None:
                 embedder = load_embedder(config)

@@ -157,13 +157,6 @@ def _semantic_lists(
     return lists
 
 
-def _chunk_turns(conn: sqlite3.Connection, chunk_ids: list[int]) -> dict[int, int]:
-    if not chunk_ids:
-        return {}
-    marks = ",".join("?" * len(chunk_ids))
-    return dict(conn.execute(f"SELECT id, turn_id FROM chunks WHERE id IN ({marks})", chunk_ids).fetchall())
-
-
 def _local_sessions(conn: sqlite3.Connection, session_ids: list[str]) -> set[str]:
     if not session_ids:
         return set()
@@ -171,7 +164,7 @@ def _local_sessions(conn: sqlite3.Connection, session_ids: list[str]) -> set[str
     return {r[0] for r in conn.execute(f"SELECT session_id FROM sessions WHERE session_id IN ({marks})", session_ids)}
 
 
-def _owners(conn: sqlite3.Connection, table: str, ids: list[int], column: str) -> dict[int, str]:
+def _owners(conn: sqlite3.Connection, table: str, ids: list[int], column: str) -> dict[int, Any]:
     if not ids:
         return {}
     marks = ",".join("?" * len(ids))
@@ -273,7 +266,7 @@ def hybrid_search(
         lists = _semantic_lists(conn, config, embedder, vector, filters, levels, wanted)
         if not any(lists.values()):
             notes.append("no vectors yet (run `memex embed`); nothing found by meaning")
-        chunk_turn = _chunk_turns(conn, [n.owner_id for n in lists.get("chunk", [])])
+        chunk_turn = _owners(conn, "chunks", [n.owner_id for n in lists.get("chunk", [])], "turn_id")
         best_chunk: dict[int, Neighbour] = {}  # turn id -> its nearest chunk, in order of distance
         for neighbour in lists.get("chunk", []):
             turn_id = chunk_turn.get(neighbour.owner_id)
