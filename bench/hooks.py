@@ -32,6 +32,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from corpus import claude_messages
 from memex.config import load_config
 from memex.hooks import warm
 from memex.ingest.indexer import discover, index_transcripts
@@ -47,19 +48,12 @@ STAMP = "2026-03-01T10:00:00.000Z"
 def vocabulary() -> tuple[list[str], list[int]]:
     """Words of the real transcripts' user and assistant text, with their counts."""
     counts: Counter[str] = Counter()
-    for path in SHARED.rglob("*.jsonl"):
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                data = json.loads(line)
-            except ValueError:
-                continue
-            message = data.get("message") if isinstance(data, dict) else None
-            content = message.get("content") if isinstance(message, dict) else None
-            texts = [content] if isinstance(content, str) else []
-            if isinstance(content, list):
-                texts += [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
-            for text in texts:
-                counts.update(w.lower() for w in re.findall(r"[A-Za-z][A-Za-z']{1,20}", text))
+    for _, content in claude_messages(SHARED):
+        texts = [content] if isinstance(content, str) else []
+        if isinstance(content, list):
+            texts += [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        for text in texts:
+            counts.update(w.lower() for w in re.findall(r"[A-Za-z][A-Za-z']{1,20}", text))
     words = [w for w, _ in counts.most_common(20_000)]
     return words, [counts[w] for w in words]
 

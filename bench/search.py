@@ -19,7 +19,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import re
@@ -34,6 +33,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from corpus import SHARED, claude_messages
 from memex.config import load_config
 from memex.embed.model import load_embedder
 from memex.embed.worker import drain, worker_lock
@@ -44,7 +44,6 @@ from memex.search.vector import VectorIndex
 from memex.store.db import connect, transaction
 from memex.store.queries import Filters
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 CACHE = Path(__file__).resolve().parent / ".cache" / "search"
 MEMEX = Path(sys.executable).with_name("memex")
 TURNS_PER_SESSION = 50
@@ -55,20 +54,13 @@ console = Console()
 def real_texts() -> tuple[list[str], list[str]]:
     """(passages, prompts) from the real transcripts: assistant/user text, and the users' prompts."""
     passages, prompts = [], []
-    for path in (SHARED / "claude").rglob("*.jsonl"):
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                data = json.loads(line)
-            except ValueError:
-                continue
-            message = data.get("message") if isinstance(data, dict) else None
-            content = message.get("content") if isinstance(message, dict) else None
-            if isinstance(content, str) and 20 < len(content) < 400 and data.get("type") == "user":
-                prompts.append(content)
-            if isinstance(content, list):
-                for block in content:
-                    if isinstance(block, dict) and block.get("type") == "text" and len(block.get("text", "")) > 80:
-                        passages.append(block["text"][:600])
+    for kind, content in claude_messages():
+        if isinstance(content, str) and 20 < len(content) < 400 and kind == "user":
+            prompts.append(content)
+        if isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "text" and len(block.get("text", "")) > 80:
+                    passages.append(block["text"][:600])
     return list(dict.fromkeys(passages)), list(dict.fromkeys(prompts))
 
 
