@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, settings
 
 from memex.cli.main import cli
 from memex.config import Config, load_config
@@ -27,6 +29,34 @@ WEBSHOP_HASH = (
 GEMINI_LEGACY = GEMINI / WEBSHOP_HASH / "chats" / "session-2025-09-01T10-00-abcd1234.json"
 GEMINI_JSONL = GEMINI / "inventory-api" / "chats" / "session-2026-03-02T09-15-ef567890.jsonl"
 GEMINI_SUBAGENT = GEMINI / "inventory-api" / "chats" / "ef567890-3c4d-4e5f-8a9b-0c1d2e3f4a5b" / "k3x9q2.jsonl"
+# Files written by Claude Code 2.1.330, Codex CLI 0.169 and Gemini CLI 0.61 (see fixtures/README.md).
+LIVE = FIXTURES / "live"
+LIVE_CLAUDE = LIVE / "claude-2.1.330" / "projects"
+LIVE_CLAUDE_SUBAGENT_SESSION = LIVE_CLAUDE / "-home-dev-proj" / "322e6fc1-933c-4088-b825-a0b12dac4c7a.jsonl"
+LIVE_CLAUDE_PLAIN = LIVE_CLAUDE / "-home-dev-proj" / "e1cbd8a0-0bea-47bf-bd56-745e54160fdf.jsonl"
+LIVE_CODEX = LIVE / "codex-0.169.0" / "sessions"
+_LIVE_DAY = LIVE_CODEX / "2026" / "11" / "23"
+LIVE_CODEX_HELLO = _LIVE_DAY / "rollout-2026-11-23T19-09-11-01a209cf-ef81-7983-a647-5b68d79bee7f.jsonl"
+LIVE_CODEX_READ = _LIVE_DAY / "rollout-2026-11-23T19-09-43-01a209d0-6a09-7253-b0bc-bc8841e9b922.jsonl"
+LIVE_CODEX_PARENT = _LIVE_DAY / "rollout-2026-11-23T19-10-20-01a209d0-f96a-7271-b275-d9f0c96d0cf5.jsonl"
+LIVE_CODEX_CHILD = _LIVE_DAY / "rollout-2026-11-23T19-10-20-01a209d0-fa7c-7962-b6c3-548f6f302da0.jsonl"
+LIVE_GEMINI = LIVE / "gemini-0.61.0" / "tmp"
+LIVE_GEMINI_CHATS = LIVE_GEMINI / "proj" / "chats"
+LIVE_GEMINI_BEFORE_RESUME = (
+    LIVE / "gemini-0.61.0" / "before-resume" / "before-resume-session-2026-11-23T19-15-e4530f8d.jsonl"
+)
+
+
+# Property tests (Hypothesis): a modest number of examples keeps the suite fast; on CI (CI=true) the
+# examples are derived from each test's name (the same every run) and no example database is written.
+# MEMEX_HYPOTHESIS_PROFILE=thorough runs fifty times more, to hunt for new failures.
+settings.register_profile(
+    "memex", max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+settings.register_profile("ci", parent=settings.get_profile("memex"), derandomize=True, database=None)
+settings.register_profile("thorough", parent=settings.get_profile("memex"), max_examples=2_000)
+_ON_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+settings.load_profile(os.environ.get("MEMEX_HYPOTHESIS_PROFILE") or ("ci" if _ON_CI else "memex"))
 
 
 @pytest.fixture
@@ -87,7 +117,8 @@ def db_content(connection) -> dict[str, list[tuple]]:
         "JOIN turns t ON t.id = c.turn_id",
         "mentions": "SELECT t.session_id, t.line_index, m.file_path, m.tool_name FROM file_mentions m "
         "JOIN turns t ON t.id = m.turn_id",
-        "pr_links": "SELECT * FROM pr_links",
+        "pr_links": "SELECT session_id, pr_number, pr_url, repository, agent_id, source, line_index FROM pr_links",
+        "unknown": "SELECT session_id, agent_id, line_index, record_type, agent_version FROM unknown_records",
         "fts": "SELECT count(*) FROM chunks_fts",
     }
     return {name: sorted(tuple(row) for row in connection.execute(sql)) for name, sql in queries.items()}

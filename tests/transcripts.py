@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import itertools
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 _clock = itertools.count()
+_START = datetime(2026, 3, 1, tzinfo=UTC)
 
 
 def _stamp(minute: int | None = None) -> str:
+    """One minute later than the last stamp (a real date however many tests wrote lines before)."""
     n = next(_clock) if minute is None else minute
-    return f"2026-03-{1 + n // 1440:02d}T{(n // 60) % 24:02d}:{n % 60:02d}:00.000Z"
+    return (_START + timedelta(minutes=n)).strftime("%Y-%m-%dT%H:%M:00.000Z")
 
 
 class ClaudeSession:

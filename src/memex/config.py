@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,6 +62,13 @@ class Config:
     index_workers: int = 2
     # A writer waits this long for another writer (a Stop hook racing `memex index`) before giving up.
     busy_timeout_ms: int = 30_000
+    # A transcript line longer than this is skipped (counted as a bad line) and streamed past without
+    # being held. No agent writes a longer record of conversation: one line is one message, and the
+    # models' APIs refuse a request over 32 MB (Anthropic's limit; Gemini's inline data stops at 20 MB),
+    # while a line's parsed form costs up to 20 times its size in memory (bench/long_line.py: a 50 MB line
+    # of small JSON values peaked at 1 GB). A Gemini chat kept as one JSON document is one "line" too.
+    # Allowed: 64 KiB (a Codex session header carries its whole instructions) to 1 GiB.
+    max_line_bytes: int = 32 * 1_048_576
 
     # --- Embeddings and semantic search (memex.embed, memex.search) ------------------------------------
     # The embedding backend (memex.embed.model.BACKENDS). e5-small-q4 is multilingual-e5-small in 4 bits
@@ -285,24 +294,198 @@ class Config:
 
 _PATH_FIELDS = {f.name for f in dataclasses.fields(Config) if f.type in ("Path", Path)}
 _INT_FIELDS = {f.name for f in dataclasses.fields(Config) if f.type in ("int", int)}
+_FLAG = (0, 1)
+
+# The range of every integer setting: (minimum, maximum or None). A setting not listed must be at least 0.
+# A value outside its range is an error naming the setting, never a crash later (a negative RRF constant
+# divided by zero; zero workers or a zero batch never finished).
+INT_RANGES: dict[str, tuple[int, int | None]] = {
+    "chunk_max_tokens": (16, 8_192),
+    "max_line_bytes": (65_536, 1 << 30),
+    "index_workers": (1, 64),
+    "index_embeds": _FLAG,
+    "embed_threads": (0, 1_024),
+    "embed_batch_size": (1, 4_096),
+    "embed_max_attempts": (1, 100),
+    "embed_turn_max_chars": (64, 1_000_000),
+    "embed_session_max_chars": (64, 1_000_000),
+    "embed_chunk_max_chars": (64, 1_000_000),
+    "search_rrf_k": (1, None),
+    "search_vector_candidates": (1, 100_000),
+    "search_semantic_margin": (0, 1_000),
+    "search_rerank_candidates": (1, None),
+    "related_edit_weight": (1, 100),
+    "related_window_turns": (1, 1_000),
+    "related_candidate_sessions": (1, None),
+    "related_windows_per_session": (1, None),
+    "related_prompt_chars": (1, None),
+    "related_path_max_chars": (1, None),
+    "related_refresh_batch_sessions": (1, None),
+    "hooks_enabled": _FLAG,
+    "hook_timeout_s": (1, 3_600),
+    "hook_ingest_timeout_s": (1, 3_600),
+    "hook_query_deadline_ms": (1, None),
+    # Claude Code replaces an injection longer than 10,000 characters by a preview.
+    "hook_max_chars": (1, 10_000),
+    "hook_log_max_bytes": (1_024, None),
+    "recall_budget_tokens": (1, None),
+    "recall_max_hits": (1, None),
+    "recall_max_per_session": (1, None),
+    "recall_hit_max_tokens": (1, None),
+    "recall_min_coverage_pct": (0, 100),
+    "recall_semantic_margin": (0, 1_000),
+    "recall_min_terms": (1, None),
+    "recall_max_query_terms": (1, None),
+    "recall_common_term_pct": (1, 100),
+    "warm_connect_timeout_ms": (1, None),
+    "warm_read_timeout_ms": (1, None),
+    "redis_retry_seconds": (1, None),
+    "stream_max_entries": (1, None),
+    "sync_batch": (1, 100_000),
+    "api_timeout_seconds": (1, None),
+    "heartbeat_seconds": (1, None),
+    "heartbeat_ttl_seconds": (1, None),
+}
+# Settings whose value is never repeated in a message.
+_SECRET_FIELDS = {"api_token"}
+_NAME = re.compile(r"[^\s\x00-\x1f\x7f]+")  # a name without spaces or control characters
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_HOST_PORT = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[^\s:\[\]/]+):\d{1,5}")
 
 
-def _coerce(name: str, value: object) -> object:
-    if name in _PATH_FIELDS:
-        return Path(str(value)).expanduser()
+def _url_problem(value: str, schemes: tuple[str, ...]) -> str | None:
+    """Why `value` is not a URL of one of `schemes` with a host (None when it is)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+        if parts.port == 0 and parts.scheme != "unix":  # a malformed port raises ValueError here
+            return "has port 0"
+    except ValueError as exc:
+        return f"is not a valid URL ({exc})"
+    if parts.scheme not in schemes:
+        return f"must start with {' or '.join(s + '://' for s in schemes)}"
+    if parts.scheme != "unix" and not parts.hostname:
+        return "has no host"
+    if parts.scheme == "unix" and not parts.path:
+        return "has no socket path"
+    return None
+
+
+def _redis_url(value: str) -> str | None:
+    return None if value == "" else _url_problem(value, ("redis", "rediss", "unix"))
+
+
+def _http_url(value: str) -> str | None:
+    return None if value == "" else _url_problem(value, ("http", "https"))
+
+
+def _name(value: str) -> str | None:
+    return None if _NAME.fullmatch(value) else "must be a non-empty name without spaces"
+
+
+def _api_address(value: str) -> str | None:
+    if not _HOST_PORT.fullmatch(value.strip()) or int(value.rpartition(":")[2]) > 65_535:
+        return "must be host:port (port 0 to 65535), like 127.0.0.1:8765"
+    return None
+
+
+def _api_token(value: str) -> str | None:
+    if value == "":
+        return None
+    if any(c.isspace() for c in value) or len(value) < 16:
+        return "must be at least 16 characters without spaces (it guards your transcripts)"
+    return None
+
+
+def _env_name(value: str) -> str | None:
+    return None if _ENV_NAME.fullmatch(value) else "must be the name of an environment variable"
+
+
+# What a text setting must look like: a function returning the problem, or None.
+TEXT_CHECKS: dict[str, Callable[[str], str | None]] = {
+    "computer": _name,
+    "embed_model": _name,
+    "redis_url": _redis_url,
+    "redis_prefix": _name,
+    "api_address": _api_address,
+    "api_url": _http_url,
+    "api_token": _api_token,
+    "summary_llm_url": _http_url,
+    "summary_llm_key_env": _env_name,
+}
+
+
+def _shown(name: str, value: object) -> str:
+    """A value as a message may repeat it (secrets never; a password in a URL masked)."""
+    if name in _SECRET_FIELDS:
+        return "(hidden)"
+    if isinstance(value, str) and "@" in value and "://" in value:
+        value = re.sub(r"(://[^/@\s]*?:)[^\s]*@", r"\1***@", value)
+    return repr(value)
+
+
+def _coerce(name: str, value: object, source: str) -> object:
+    """`value` (from TOML, or an environment variable's text) as the setting's type, in its range."""
+
+    def fail(problem: str) -> ConfigError:
+        return ConfigError(f"{source}: {name} {problem}, got {_shown(name, value)}")
+
     if name in _INT_FIELDS:
-        try:
-            return int(value)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            raise ConfigError(f"setting {name!r} must be an integer, got {value!r}") from None
-    return str(value)
+        if isinstance(value, str) and re.fullmatch(r"\s*[-+]?\d[\d_]*\s*", value):
+            number = int(value)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        else:
+            raise fail("must be a whole number")
+        low, high = INT_RANGES.get(name, (0, None))
+        if number < low:
+            raise fail(f"must be at least {low}")
+        if high is not None and number > high:
+            raise fail(f"must be at most {high}")
+        return number
+    if not isinstance(value, str):
+        raise fail("must be a string")
+    if name in _PATH_FIELDS:
+        if not value.strip():
+            raise fail("must be a folder")
+        return Path(value).expanduser()
+    check = TEXT_CHECKS.get(name)
+    problem = check(value) if check else None
+    if problem:
+        raise fail(problem)
+    return value
+
+
+def _check_together(config: Config, sources: dict[str, str]) -> None:
+    """Rules between settings; the message names both."""
+
+    def where(*names: str) -> str:
+        return ", ".join(sorted({sources[n] for n in names if n in sources}))
+
+    pairs = [
+        ("chunk_overlap_tokens", "chunk_max_tokens", "must be smaller than"),
+        ("heartbeat_seconds", "heartbeat_ttl_seconds", "must be smaller than"),
+        ("daemon_debounce_seconds", "daemon_debounce_max_seconds", "must be at most"),
+    ]
+    for small, large, relation in pairs:
+        a, b = getattr(config, small), getattr(config, large)
+        if a > b or (a == b and relation == "must be smaller than"):
+            raise ConfigError(f"{where(small, large)}: {small} ({a}) {relation} {large} ({b})")
+    if config.summary_llm_url and not config.summary_llm_model:
+        raise ConfigError(f"{where('summary_llm_url')}: summary_llm_url is set, so summary_llm_model must be too")
 
 
 def load_config(env: dict[str, str] | None = None) -> Config:
-    """Build the configuration: defaults < `$MEMEX_HOME/config.toml` < `MEMEX_<SETTING>` variables."""
+    """Build the configuration: defaults < `$MEMEX_HOME/config.toml` < `MEMEX_<SETTING>` variables.
+
+    Every setting is checked as it is read (its type, its range, the shape of a URL or an address); a bad
+    one is a ConfigError naming the setting and where it came from.
+    """
     env = dict(os.environ) if env is None else env
     home = Path(env.get("MEMEX_HOME") or DEFAULT_HOME).expanduser()
     values: dict[str, object] = {}
+    sources: dict[str, str] = {}
     config_file = home / "config.toml"
     if config_file.is_file():
         import tomllib  # only when there is a file to read (hooks start fast without one)
@@ -311,16 +494,21 @@ def load_config(env: dict[str, str] | None = None) -> Config:
             values.update(tomllib.loads(config_file.read_text(encoding="utf-8")))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{config_file}: {exc}") from None
+        except OSError as exc:
+            raise ConfigError(f"cannot read {config_file}: {exc.strerror or exc}") from None
+        sources = dict.fromkeys(values, str(config_file))
     known = {f.name for f in dataclasses.fields(Config)} - {"home"}
-    for name in known:
-        key = f"MEMEX_{name.upper()}"
-        if key in env:
-            values[name] = env[key]
     unknown = sorted(set(values) - known)
     if unknown:
         raise ConfigError(f"{config_file}: unknown setting(s): {', '.join(unknown)}")
-    resolved = {name: _coerce(name, value) for name, value in values.items()}
+    for name in known:
+        key = f"MEMEX_{name.upper()}"
+        if key in env:
+            values[name], sources[name] = env[key], key
+    resolved = {name: _coerce(name, value, sources[name]) for name, value in values.items()}
     defaults = Config(home=home)
     for name in _PATH_FIELDS - {"home"} - set(resolved):
         resolved[name] = getattr(defaults, name).expanduser()
-    return dataclasses.replace(defaults, **resolved)
+    config = dataclasses.replace(defaults, **resolved)
+    _check_together(config, sources)
+    return config

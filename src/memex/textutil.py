@@ -55,9 +55,14 @@ def strip_system_reminders(text: str) -> str:
 
 
 def shorten(text: str, limit: int) -> str:
-    """`text` on one line, cut to at most `limit` characters with an ellipsis."""
+    """`text` on one line, cut to at most `limit` characters with an ellipsis (never inside a secret: one
+    the cut would halve is cut off whole, so redaction still recognises it wherever the text goes)."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: max(0, limit - 1)].rstrip() + "…"
+    if len(flat) <= limit:
+        return flat
+    from memex.redact import clear_cut  # only when something is cut (hooks import this module)
+
+    return flat[: clear_cut(flat, max(0, limit - 1))].rstrip() + "…"
 
 
 def normalize_timestamp(value: object) -> str | None:

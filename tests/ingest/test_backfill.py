@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -99,3 +100,27 @@ def test_index_all_cli(run, tmp_path: Path, home: Path) -> None:
     assert '"sessions": 5' in result.stdout
     both = run("index", "--all", str(tmp_path))
     assert both.exit_code == 2 and "--all indexes every agent's default folders" in both.stderr
+
+
+def test_a_file_that_fails_in_a_worker_fails_alone(config: Config, tmp_path: Path, mixed: Path, monkeypatch) -> None:
+    """A Gemini chat over max_line_bytes raises in the worker that parses it, and again when redone here:
+    it is reported, and every other file of the backfill is indexed as in one process."""
+    monkeypatch.setattr(indexer, "PARALLEL_MIN_FILES", 2)
+    monkeypatch.setattr(indexer, "PARALLEL_MIN_BYTES", 0)
+    small = Config(home=config.home, max_line_bytes=65_536)
+    roots = {agent: [mixed] for agent in ("claude", "codex", "gemini")}
+    serial = connect(tmp_path / "serial.db")
+    expected = index_transcripts(serial, small, discover(roots), workers=1)
+    chat = mixed / "gemini" / ("0" * 64) / "chats" / "session-2026-03-03T10-00-cccc0000.json"
+    chat.parent.mkdir(parents=True)
+    message = {"id": "m1", "timestamp": "2026-03-03T10:00:01Z", "type": "user", "content": "q" * 100_000}
+    chat.write_text(json.dumps({"sessionId": "too-big", "projectHash": "0" * 64, "messages": [message]}))
+    used = []
+    original = indexer._index_in_parallel
+    monkeypatch.setattr(indexer, "_index_in_parallel", lambda *args: used.append(1) or original(*args))
+    parallel = connect(tmp_path / "parallel.db")
+    report = index_transcripts(parallel, small, discover(roots), workers=2)
+    assert used == [1]
+    assert [(f.path, f.reason.split(":")[0]) for f in report.failed] == [(chat, "ChatTooLarge")]
+    assert report.sessions == expected.sessions and report.turns == expected.turns
+    assert db_content(parallel) == db_content(serial)

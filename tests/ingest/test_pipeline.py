@@ -185,7 +185,7 @@ def test_bad_input_is_skipped_and_counted(conn, config: Config, tmp_path: Path) 
         )
         handle.write(b'{"type":"user","message":{"role":"user","content":"prompt without a sessionId"}}\n')
         handle.write(b"[1, 2, 3]\n")
-        big = "y" * (50 * 1024 * 1024)
+        big = "y" * (10 * 1024 * 1024)  # long, but under max_line_bytes: read (see test_poison for longer)
         handle.write(
             b'{"type":"user","toolUseResult":"'
             + big.encode()

@@ -42,7 +42,9 @@ def test_legacy_document() -> None:
     assert len(prompts) == 4 and prompts[1] == "请帮我把购物车的总价计算改成使用 Decimal，并保留两位小数。"
     # Thoughts are thinking blocks, never text; tool calls are tool uses with their arguments.
     first_answer = entries[2]
-    assert [b.kind for b in first_answer.blocks] == ["thinking", "tool_use"] and first_answer.text == ""
+    # (The call's result rides along as a tool_result block: read for pull request links, never text.)
+    assert [b.kind for b in first_answer.blocks] == ["thinking", "tool_use", "tool_result"]
+    assert first_answer.text == ""
     tool = first_answer.blocks[1].tool
     assert tool.name == "read_file" and tool.input["absolute_path"].endswith("src/webshop/cart.py")
     # The CLI's own notices are kept as data, not conversation.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -26,7 +27,7 @@ def alpha(computers, tmp_path: Path) -> Computer:
     return computer
 
 
-def get(computer: Computer, path: str, token: str | None = TOKEN, method: str = "GET") -> tuple[int, bytes, dict]:
+def get(computer: Computer, path: str, token: str | None = TOKEN, method: str = "GET") -> tuple[int, bytes, Any]:
     """One raw request (the path is sent exactly as given: no client-side normalisation)."""
     assert computer.daemon is not None and computer.daemon.api is not None
     connection = http.client.HTTPConnection("127.0.0.1", computer.daemon.api.port, timeout=10)
@@ -34,7 +35,7 @@ def get(computer: Computer, path: str, token: str | None = TOKEN, method: str = 
     try:
         connection.request(method, path, headers=headers)
         response = connection.getresponse()
-        return response.status, response.read(), dict(response.getheaders())
+        return response.status, response.read(), response.headers  # case-insensitive, as HTTP has it
     finally:
         connection.close()
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import random
-import re
 import string
 from pathlib import Path
 
 import pytest
 
-from memex.sync.redact import RULES, Rule, redact
+from memex.sync.redact import RULES, Span, clear_cut, redact, redact_slice, secret_spans
+from secret_corpus import CORPUS, Secret
 
 rng = random.Random(7)
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -83,29 +83,79 @@ def test_ordinary_text_untouched() -> None:
     assert text == ordinary and count == 0
 
 
-def _every_rule(text: str) -> tuple[str, int]:
-    """Redaction without the triggers' shortcut: every pattern over the whole text."""
-    count = 0
+def _every_rule(text: str) -> list[Span]:
+    """Where the secrets are without the triggers' shortcut: every pattern over the whole text."""
+    found = []
     for rule in RULES:
-
-        def replace(match: re.Match[str], rule: Rule = rule) -> str:
-            start, end = match.span(rule.group)
-            whole = match.group(0)
-            return whole[: start - match.start()] + f"[REDACTED:{rule.kind}]" + whole[end - match.start() :]
-
-        text, found = rule.pattern.subn(replace, text)
-        count += found
-    return text, count
+        for match in rule.pattern.finditer(text):
+            group = next((g for g in rule.groups if match.group(g) is not None), 0)
+            found.append(Span(*match.span(group), rule.kind))
+    found.sort(key=lambda s: (s.start, -s.end))
+    merged: list[Span] = []
+    for span in found:
+        if merged and span.start < merged[-1].end:
+            merged[-1] = Span(merged[-1].start, max(merged[-1].end, span.end), merged[-1].kind)
+        else:
+            merged.append(span)
+    return merged
 
 
 def test_triggers_only_skip_what_cannot_match() -> None:
     """The shortcut (a rule runs only when one of its trigger strings occurs) changes no result: real
     transcripts' text, and text with secrets in any case and position."""
     texts = [path.read_text(errors="replace")[:40_000] for path in sorted(FIXTURES.rglob("*.json*"))]
-    pieces = [*SECRETS.values(), "PassWord: hunter2hunter2", "AWS_SECRET_ACCESS_KEY=" + token(ALNUM, 40)]
+    pieces = [*SECRETS.values(), *(s.text for s in CORPUS), "PassWord: hunter2hunter2"]
     pieces += ["Authorization: BEARER " + token(ALNUM, 30), "mysql://root:r00tpass@db/x", "client_Secret: abcdefghij"]
+    pieces += ["AWS_SECRET_ACCESS_KEY=" + token(ALNUM, 40), "ACCOUNTKEY=" + token(ALNUM, 60), "Token: a1" + "b" * 12]
     for _ in range(200):
         words = [rng.choice(pieces) if rng.random() < 0.2 else token(ALNUM, rng.randint(1, 9)) for _ in range(40)]
         texts.append(" ".join(words))
     for text in texts:
-        assert redact(text) == _every_rule(text)
+        assert secret_spans(text) == _every_rule(text)
+
+
+@pytest.mark.parametrize("secret", CORPUS, ids=lambda s: s.name)
+def test_every_format_of_the_corpus_is_redacted(secret: Secret) -> None:
+    text, count = redact(f"I ran this:\n{secret.text}\nand it worked")
+    assert secret.leaked_in(text) is None, text
+    assert count >= 1 and text.startswith("I ran this:\n") and text.endswith("\nand it worked")
+    if secret.kind:
+        assert f"[REDACTED:{secret.kind}]" in text
+
+
+@pytest.mark.parametrize("secret", CORPUS, ids=lambda s: s.name)
+def test_a_slice_is_redacted_as_part_of_its_text(secret: Secret) -> None:
+    """Wherever a slice begins or ends in a secret (a chunk border), no piece of it is left."""
+    whole = f"some prose first, then\n{secret.text}\nand more prose after it."
+    first = whole.index(secret.core[:12])
+    last = first + len(secret.core)
+    for cut in sorted({first + 1, first + len(secret.core) // 3, first + len(secret.core) // 2, last - 2}):
+        for start, end in ((0, cut), (cut, len(whole)), (cut - 5, cut + 20)):
+            piece, _ = redact_slice(whole, start, end)
+            assert secret.leaked_in(piece) is None, (start, end, piece)
+            # Without the rest of the text, the piece alone may no longer be recognised.
+    assert redact_slice(whole, 0, 10) == (whole[:10], 0)
+
+
+@pytest.mark.parametrize("secret", CORPUS, ids=lambda s: s.name)
+def test_a_cut_never_falls_inside_a_secret(secret: Secret) -> None:
+    whole = f"prose before\n{secret.text}\nprose after"
+    first = whole.index(secret.core[:12])
+    for limit in (first + 1, first + len(secret.core) // 2, first + len(secret.core) - 1):
+        cut = clear_cut(whole, limit)
+        assert cut <= limit and secret.leaked_in(whole[:cut]) is None
+    assert clear_cut(whole, len(whole) + 5) == len(whole)
+    assert clear_cut("plain words only", 5) == 5
+
+
+def test_urls_that_hold_no_password_are_left_alone() -> None:
+    ordinary = (
+        "open http://localhost:5173/@vite/client and https://registry.npmjs.org/@types/node; "
+        "git@github.com:org/repo.git; mailto:dev@example.com; http://[::1]:8080/health"
+    )
+    assert redact(ordinary) == (ordinary, 0)
+
+
+def test_references_to_secrets_are_not_secrets() -> None:
+    code = "apiKey: process.env.OPENAI_API_KEY,\nclient_secret: env.AUTH0_CLIENT_SECRET\npassword: self.config.password"
+    assert redact(code) == (code, 0)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import orjson
 from rich.console import Console
 
+from memex.cli.render import labelled
 from memex.config import Config, load_config
 from memex.store.db import connect, connect_readonly
 
@@ -25,18 +27,29 @@ class App:
     stdout: TextIO = field(default_factory=lambda: sys.stdout)
     stderr: TextIO = field(default_factory=lambda: sys.stderr)
     _conn: sqlite3.Connection | None = None
+    # Set by a command that writes: what it kept so far and how to continue, said when Ctrl-C stops it.
+    on_interrupt: Callable[[], str] | None = None
 
     @property
     def out(self) -> Console:
-        """Rich console on stdout: colour on a terminal, plain text (and wide lines) in a pipe."""
-        console = Console(file=self.stdout, highlight=False)
+        """Rich console on stdout: colour on a terminal, plain text (and wide lines) in a pipe.
+
+        Strings are printed as they are: no markup (a prompt holding `[/]` is text, not a closing tag),
+        no emoji codes, no highlighting. Styles come from `rich.text.Text` objects only.
+        """
+        console = Console(file=self.stdout, highlight=False, markup=False, emoji=False)
         if not console.is_terminal:
             console.width = PIPE_WIDTH
         return console
 
     @property
     def err(self) -> Console:
-        return Console(file=self.stderr, highlight=False)
+        """Rich console on stderr, printing strings as they are (see `out`)."""
+        return Console(file=self.stderr, highlight=False, markup=False, emoji=False)
+
+    def say(self, label: str, message: str) -> None:
+        """One line on stderr, `label: message`, the message as it is (a path is never cut or read as markup)."""
+        self.err.print(labelled(label, message), soft_wrap=True)
 
     def db(self) -> sqlite3.Connection:
         """A read-write connection (created and migrated on first use)."""

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from memex.cli.app import App
 from memex.cli.options import json_option
-from memex.cli.render import short_time
+from memex.cli.render import short_time, styled
 from memex.sync.remote import known_computers
 
 
@@ -52,7 +52,7 @@ def computers_command(app: App, as_json: bool) -> None:
         app.emit_json({"computers": listing, "registry": "redis" if problem is None else "local copy", "note": problem})
         return
     if problem:
-        app.err.print(f"{problem}: showing what this computer's daemon last saw.", markup=False)
+        app.err.print(f"{problem}: showing what this computer's daemon last saw.")
     table = Table(box=None)
     for column in ("computer", "status", "last seen", "sessions", "mirrors here", "API"):
         table.add_column(column, justify="right" if column in ("sessions", "mirrors here") else "left")
@@ -61,7 +61,7 @@ def computers_command(app: App, as_json: bool) -> None:
         style = {"live": "green", "stale": "yellow"}.get(row["status"], "dim")
         table.add_row(
             name,
-            f"[{style}]{row['status']}[/]",
+            styled(row["status"], style),
             _ago(row["last_seen"]),
             "—" if row["sessions"] is None else str(row["sessions"]),
             str(row["mirrors_here"]),

@@ -52,13 +52,11 @@ def daemon_command(app: App, once: bool, no_api: bool, verbose: bool) -> None:
         previous = signal.signal(signal.SIGTERM, stop)
         try:
             daemon.run(lambda: stopping)
-        except KeyboardInterrupt:
-            pass
         finally:
             signal.signal(signal.SIGTERM, previous)
         click.echo("memex daemon: stopped", err=True)
     finally:
-        daemon.close()
+        daemon.close()  # Ctrl-C included: the command then says what was kept and exits 130
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]

@@ -14,8 +14,19 @@ from memex.embed.worker import retry_errors as requeue_errors
 
 
 def run_embed(app: App, max_jobs: int | None = None) -> DrainReport:
-    """Drain the queue with a progress bar on the terminal; the report of what was done."""
+    """Drain the queue with a progress bar on the terminal; the report of what was done. Stopped by
+    Ctrl-C, the command says how many vectors were stored and how many wait (`App.on_interrupt`)."""
     conn, config = app.db(), app.config
+    stored = [0]  # vectors in the batches stored so far (the batch in hand is not)
+
+    def interrupted() -> str:
+        return (
+            f"{stored[0]} vector{'' if stored[0] == 1 else 's'} computed and stored, {pending_count(conn)} texts "
+            "still queued; run "
+            "`memex embed` to continue (search works meanwhile)"
+        )
+
+    app.on_interrupt = interrupted
     with worker_lock(config.home):
         requeue_stale(conn, config.model_version)
         total = pending_count(conn) if max_jobs is None else min(max_jobs, pending_count(conn))
@@ -23,6 +34,7 @@ def run_embed(app: App, max_jobs: int | None = None) -> DrainReport:
             task = progress.task_ids[0]
 
             def advance(report: DrainReport, jobs: int) -> None:
+                stored[0] = report.embedded
                 rate = f"{report.per_second:.1f}/s" if report.embedded else ""
                 progress.update(task, advance=jobs, current=rate)
 

@@ -8,9 +8,11 @@ from typing import Any
 
 import click
 from rich.table import Table
+from rich.text import Text
 
 from memex.cli.app import App
 from memex.cli.options import json_option
+from memex.cli.render import styled
 from memex.hooks import installer, log, warm
 
 RUNS_SHOWN = 15
@@ -121,11 +123,11 @@ def status_command(app: App, project_dir: Path | None, settings_file: Path | Non
         table.add_column(column, overflow="fold")
     for place in places:
         if place["error"]:
-            state = f"[red]unreadable: {place['error']}[/]"
+            state = styled(f"unreadable: {place['error']}", "red")
         elif place["events"]:
-            state = ", ".join(place["events"])
+            state = Text(", ".join(place["events"]))
         else:
-            state = "[dim]none[/]" if place["exists"] else "[dim]no file[/]"
+            state = styled("none" if place["exists"] else "no file", "dim")
         table.add_row(place["scope"], place["settings"], state)
     out.print(table)
     commands = sorted({c for place in places for cs in place["events"].values() for c in cs})
@@ -134,7 +136,7 @@ def status_command(app: App, project_dir: Path | None, settings_file: Path | Non
     state = f"running (pid {pid})" if pid else "not running (starts on the next prompt)"
     out.print(f"warm server: {state} · socket {server['socket']}")
     if not recent:
-        out.print("[dim]No hook runs logged yet.[/]")
+        out.print(styled("No hook runs logged yet.", "dim"))
         return
     runs_table = Table(title=f"last hook runs ({log.log_path(app.config.home)})", box=None, header_style="bold")
     for column in ("at", "event", "session", "status", "ms", "detail"):
@@ -147,7 +149,7 @@ def status_command(app: App, project_dir: Path | None, settings_file: Path | Non
             str(run.get("at", ""))[:19].replace("T", " "),
             str(run.get("event", "")),
             str(run.get("session", "")),
-            f"[{style}]{run.get('status', '')}[/]" if style else str(run.get("status", "")),
+            styled(str(run.get("status", "")), style),
             str(run.get("ms", "")),
             detail,
         )

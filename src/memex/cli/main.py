@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import signal
 from typing import Any
 
 import click
@@ -10,6 +11,18 @@ import click
 from memex import __version__
 from memex.cli.app import App
 from memex.errors import MemexError
+
+# Exit status of a command stopped by Ctrl-C (128 + SIGINT), as shells report it.
+INTERRUPTED_EXIT = 130
+# What an interrupted command kept, and how to go on, for the commands that write (`App.on_interrupt`
+# refines it while a command runs); a command that only reads has nothing to keep.
+INTERRUPT_NOTES = {
+    "index": "every transcript indexed before the interrupt is kept; run `memex index` again to continue",
+    "embed": "every batch of vectors stored before the interrupt is kept; run `memex embed` to continue",
+    "find-related": "the path vectors and centroids stored so far are kept; the next find-related continues",
+    "daemon": "what the daemon indexed is kept, and mirrors not sent yet wait in the outbox; `memex daemon` "
+    "continues from there",
+}
 
 # Each command's module is imported only when that command runs, so `memex search` does not pay for the
 # daemon's Redis client nor `memex sessions list` for numpy: name -> "module:attribute".
@@ -45,6 +58,27 @@ class UsageFailure(click.UsageError):
     def show(self, file: Any = None) -> None:
         where = f" (see '{self.ctx.command_path} --help')" if self.ctx is not None else ""
         click.echo(f"memex: error: {self.format_message()}{where}", err=True)
+
+
+class Interrupted(click.ClickException):
+    """Ctrl-C: one line saying what was kept and how to continue, exit status 130 (no `Aborted!`)."""
+
+    exit_code = INTERRUPTED_EXIT
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"memex: interrupted{': ' if self.message else ''}{self.message}", err=True)
+
+
+def _interrupt_note(ctx: click.Context) -> str:
+    """What the interrupted command says it kept (its own account when it gave one)."""
+    app = ctx.obj if isinstance(ctx.obj, App) else None
+    if app is not None and app.on_interrupt is not None:
+        try:
+            return app.on_interrupt()
+        except Exception:  # the account is a courtesy: the interrupt itself must still be reported
+            pass
+    name = ctx.invoked_subcommand or ""
+    return INTERRUPT_NOTES.get(name, "")
 
 
 # `memex` or `memex sessions` alone print their help (click raises it as a usage error).
@@ -85,6 +119,9 @@ class MemexGroup(click.Group):
             raise Failure(error) from None
         except click.UsageError as error:
             raise _one_line(error) from None
+        except KeyboardInterrupt:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not cut the report short
+            raise Interrupted(_interrupt_note(ctx)) from None
 
 
 @click.group(cls=MemexGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -17,7 +17,9 @@ from memex.cli.options import build_filters, filter_options, json_option
 from memex.cli.render import count_progress, project_name, short_time, subagent_label
 from memex.errors import UserError
 from memex.search.related import related_sessions, related_turns
+from memex.search.related.centroids import stale_sessions
 from memex.search.related.resources import ProgressFn
+from memex.store.db import store_writable
 from memex.store.queries import latest_session_in, resolve_session
 from memex.textutil import shorten
 
@@ -80,7 +82,7 @@ def turns_command(app: App, session: str | None, limit: int, as_json: bool, wind
         app.emit_json(found)
         return
     for warning in found["warnings"]:
-        app.err.print(f"[yellow]warning:[/] {warning}", markup=True, highlight=False, soft_wrap=True)
+        app.say("warning", warning)
     print_header(app, found)
     for number, hit in enumerate(found["results"], 1):
         head = result_head(number, hit)
@@ -101,10 +103,23 @@ def turns_command(app: App, session: str | None, limit: int, as_json: bool, wind
 
 
 def open_store(app: App) -> sqlite3.Connection:
-    """The store, read-write (the path vectors and centroids are cached in it); never a new empty one."""
-    if not app.config.db_path.exists():
-        raise UserError(f"no memex database at {app.config.db_path} yet: run `memex index` first")
-    return app.db()
+    """The store, read-write (the path vectors and centroids are cached in it); never a new empty one.
+
+    A store this process cannot write serves find-related as long as its centroids are up to date; when
+    they are not, that is said before any work is done (they are computed once, where it is writable)."""
+    path = app.config.db_path
+    if not path.exists():
+        raise UserError(f"no memex database at {path} yet: run `memex index` first")
+    if store_writable(path):
+        return app.db()
+    conn = app.db_readonly()
+    stale, seen, top = stale_sessions(conn, app.config.resource_model_version)
+    if stale or top != seen:
+        raise UserError(
+            f"MEMEX_HOME {path.parent} is read-only and find-related must first store the vectors of new file "
+            "paths and sessions there: run it once where the store can be written"
+        )
+    return conn
 
 
 def query_session(conn: sqlite3.Connection, prefix: str | None) -> str:

@@ -15,6 +15,7 @@ from rich.progress import (
     TextColumn,
     TimeRemainingColumn,
 )
+from rich.text import Text
 
 
 def short_time(timestamp: str | None) -> str:
@@ -35,6 +36,18 @@ def subagent_label(agent_id: str | None) -> str:
     return f"[Subagent: {agent_id}]" if agent_id else ""
 
 
+def labelled(label: str, message: str, style: str = "yellow") -> Text:
+    """`label: message` with the label styled and the message as plain text (never read as markup)."""
+    text = Text(f"{label}:", style=style)
+    text.append(" " + message)
+    return text
+
+
+def styled(value: str, style: str) -> Text:
+    """A table cell or a fragment in one style, its text taken literally."""
+    return Text(value, style=style)
+
+
 @contextmanager
 def _progress(console: Console, total: int, description: str, counter: ProgressColumn) -> Iterator[Progress]:
     """A progress bar on the console (hidden when it is not a terminal), with a `current` field."""
@@ -43,7 +56,7 @@ def _progress(console: Console, total: int, description: str, counter: ProgressC
         BarColumn(),
         counter,
         TimeRemainingColumn(),
-        TextColumn("{task.fields[current]}", style="dim"),
+        TextColumn("{task.fields[current]}", style="dim", markup=False),  # a file name, as it is
         console=console,
         transient=True,
         disable=not console.is_terminal,

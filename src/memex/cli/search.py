@@ -74,7 +74,7 @@ def search_command(
         app.emit_json(results)
         return
     for note in notes:
-        app.err.print(f"[yellow]note:[/] {note}", markup=True, highlight=False)
+        app.say("note", note)
     if not results:
         app.err.print("No matching turns.")
         return

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 from rich.table import Table
+from rich.text import Text
 
 from memex.cli.app import App
 from memex.cli.options import build_filters, filter_options, json_option
@@ -42,9 +43,11 @@ def list_command(app: App, limit: int, as_json: bool, **options: Any) -> None:
             extra.append(f"+{s['subagents']} subagents")
         if s["prs"]:
             extra.append("PR " + ", ".join(f"#{n}" for n in s["prs"]))
-        title = (s["title"] or "—") + (f" [dim]({'; '.join(extra)})[/]" if extra else "")
+        title = Text(s["title"] or "—")
+        if extra:
+            title.append(f" ({'; '.join(extra)})", style="dim")
         table.add_row(
-            f"[cyan]{s['session_id'][:8]}[/]",
+            Text(s["session_id"][:8], style="cyan"),
             short_time(s["started_at"]),
             s["agent"],
             project_name(s["project_dir"]),

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import click
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from memex.cli.app import App
 from memex.cli.options import json_option
@@ -15,7 +15,8 @@ from memex.store.queries import statistics
 @json_option
 @click.pass_obj
 def stats_command(app: App, as_json: bool) -> None:
-    """Counts of sessions, turns, chunks… and the database size."""
+    """Counts of sessions, turns, chunks… the database size, agent versions, and format drift (records of
+    types an agent's adapter does not know, per agent and version)."""
     stats = statistics(app.db_readonly(), app.config.db_path)
     if as_json:
         app.emit_json(stats)
@@ -24,6 +25,13 @@ def stats_command(app: App, as_json: bool) -> None:
     table.add_column(style="bold")
     table.add_column(justify="right")
     errors = stats.pop("embed_errors")
+    drift = stats.pop("unknown_record_types")
+    versions = stats.pop("agent_versions")
+    stats["agent_versions"] = "; ".join(
+        f"{agent} " + ", ".join(f"{version} ({n})" for version, n in by_version.items())
+        for agent, by_version in versions.items()
+    )
+    stats["unknown_record_types"] = sum(d["records"] for d in drift)
     for key, value in stats.items():
         if key == "database_bytes":
             value = f"{value / 1_048_576:.1f} MiB"
@@ -31,9 +39,22 @@ def stats_command(app: App, as_json: bool) -> None:
             value = ", ".join(f"{k} {v}" for k, v in value.items()) or "—"
         table.add_row(key.replace("_", " "), str(value))
     app.out.print(table)
+    if drift:
+        head = Text("format drift", style="bold")
+        head.append(": records of types memex does not know (newest first)")
+        app.out.print(head)
+        for item in drift:
+            app.out.print(
+                Text(
+                    f"  {item['agent']} {item['version'] or 'unknown version'}: "
+                    f"{item['record_type']} ×{item['records']} in {item['sessions']} session(s), "
+                    f"last {item['last_seen'] or '?'}"
+                )
+            )
     for error in errors:
-        app.out.print(
-            f"[red]embedding failed[/] ({error['status']}, {error['attempts']} attempts) {error['level']} "
-            f"{error['owner_id']}: {escape(str(error['last_error']))}",
-            markup=True,
+        line = Text("embedding failed", style="red")
+        line.append(
+            f" ({error['status']}, {error['attempts']} attempts) {error['level']} {error['owner_id']}: "
+            f"{error['last_error']}"
         )
+        app.out.print(line)

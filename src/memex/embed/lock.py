@@ -23,8 +23,9 @@ class EmbedBusy(MemexError):
 @contextlib.contextmanager
 def worker_lock(home: Path) -> Iterator[None]:
     """Hold the store's embedding lock (one worker at a time); EmbedBusy when another holds it."""
-    home.mkdir(parents=True, exist_ok=True)
-    with (home / LOCK_FILE).open("a+") as handle:
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    descriptor = os.open(home / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    with os.fdopen(descriptor, "r+") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -9,13 +9,15 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from memex.config import Config
 from memex.errors import MemexError
 
 if TYPE_CHECKING:
     import numpy as np
+
+T = TypeVar("T")
 
 
 class EmbedderUnavailable(MemexError):
@@ -36,6 +38,30 @@ class Embedder(Protocol):
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-length float32 vectors, one row per text to search with."""
         ...
+
+
+def interruptible(function: Callable[[], T]) -> T:
+    """`function()` run in a daemon thread while this thread waits for it.
+
+    Python acts on Ctrl-C only between two bytecodes of the main thread, never inside a call into C: a
+    text the engine embeds for seconds on a busy CPU would hold the interrupt that long. Waiting on a
+    thread is interruptible, so KeyboardInterrupt is raised here at once; the engine finishes that text
+    in the abandoned (daemon) thread, which the process does not wait for when it exits.
+    """
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = function()
+        except BaseException as exc:  # handed to the caller
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, name="memex-embed", daemon=True)
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]  # type: ignore[no-any-return]
 
 
 class E5SmallQ4:
@@ -68,8 +94,12 @@ class E5SmallQ4:
         items = [t.replace("\x00", " ") for t in texts]
         if not items:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        with self._lock:
-            vectors = method(items)
+
+        def call() -> np.ndarray:
+            with self._lock:  # held by the thread in the engine, even when its caller was interrupted
+                return method(items)
+
+        vectors = interruptible(call)
         return np.ascontiguousarray(np.atleast_2d(vectors), dtype=np.float32)
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:

@@ -2,7 +2,8 @@
 
 Off unless `summary_llm_url` is set. The summary is what the session-level vector reads instead of the
 extractive one; any failure (endpoint down, bad answer) falls back to the extractive summary, so this can
-never stop the worker.
+never stop the worker. The endpoint may be another company's: what it reads is redacted like a published
+mirror, message by message and before the conversation is cut to its start and end.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import urllib.request
 
 from memex.config import Config
 from memex.ingest.embed_texts import bound_text, head_and_tail
+from memex.ingest.mirrors import mirror_from_row, redact_mirror
 
 # What the model reads of a session: its conversation's start and end.
 CONVERSATION_CHARS = 8_000
@@ -48,12 +50,13 @@ def llm_summaries(config: Config, mirror_ids: list[int], fallbacks: list[str], c
     """A summary per mirror from the configured LLM, or its extractive fallback when that fails."""
     summaries = []
     for mirror_id, fallback in zip(mirror_ids, fallbacks, strict=True):
-        row = conn.execute("SELECT title, conversation_text FROM mirrors WHERE id = ?", (mirror_id,)).fetchone()
+        row = conn.execute("SELECT * FROM mirrors WHERE id = ?", (mirror_id,)).fetchone()
         try:
             if row is None:
                 raise LookupError("mirror gone")
-            conversation = head_and_tail(row["conversation_text"], CONVERSATION_CHARS)
-            text = _ask(config, f"Title: {row['title'] or ''}\n\n{conversation}")
+            mirror, _ = redact_mirror(mirror_from_row(row))  # the whole of it, before it is cut
+            conversation = head_and_tail(mirror.conversation_text, CONVERSATION_CHARS)
+            text = _ask(config, f"Title: {mirror.title or ''}\n\n{conversation}")
             summary = bound_text(text, config.embed_session_max_chars)
             summaries.append(summary or fallback)
         except (OSError, urllib.error.URLError, ValueError, KeyError, IndexError, TypeError, LookupError):

@@ -155,7 +155,7 @@ def ingest_session(hook: Hook, with_subagents: bool = True, busy_timeout_ms: int
     """Bring the store up to date with the hook's session (inline, or handed off when large); True if inline."""
     # The adapter directly, not `ingest.indexer.session_transcripts`: the indexer module loads the
     # backfill's process-pool machinery, a third of a Stop hook's import time.
-    from memex.ingest.pipeline import ingest_transcript
+    from memex.ingest.pipeline import ingest_isolated
     from memex.sources import claude
 
     path = _main_transcript(hook)
@@ -177,7 +177,10 @@ def ingest_session(hook: Hook, with_subagents: bool = True, busy_timeout_ms: int
         return False
     turns = 0
     for transcript, _ in pending:
-        turns += ingest_transcript(conn, config, transcript).turns
+        report = ingest_isolated(conn, config, transcript)  # a subagent file that fails stops no other
+        turns += report.turns
+        if report.status == "failed":
+            hook.log.setdefault("failed", []).append(f"{transcript.path}: {report.error}")
     hook.log["turns"] = turns
     return True
 

@@ -117,7 +117,7 @@ def session_summary(conn: sqlite3.Connection, mirror_id: int, config: Config) ->
         prs = [
             f"#{r[0]}" + (f" ({r[1]})" if r[1] else "")
             for r in conn.execute(
-                "SELECT pr_number, repository FROM pr_links WHERE session_id = ? ORDER BY pr_number",
+                "SELECT DISTINCT pr_number, repository FROM pr_links WHERE session_id = ? ORDER BY pr_number",
                 (row["session_id"],),
             )
         ]

@@ -3,6 +3,9 @@
 A backfill of many files parses them in worker processes while this process writes: SQLite has one
 writer, and parsing (JSON, turns, chunks) is most of the work. Each file is still its own transaction,
 checked against the store just before it is written, so an interrupted run resumes where it stopped.
+
+A file fails alone: one that cannot be read or stored (or whose parsing kills a worker) is reported with
+its reason, and every other file is indexed.
 """
 
 from __future__ import annotations
@@ -11,11 +14,12 @@ import contextlib
 import multiprocessing
 import multiprocessing.connection
 import os
+import signal
 import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -24,16 +28,20 @@ from pathlib import Path
 from memex.config import Config
 from memex.ingest.mirrors import refresh_mirror, sessions_without_mirror
 from memex.ingest.pipeline import (
+    IDLE,
     FileReport,
     ParsedStream,
     Plan,
+    failed_report,
     idle_report,
+    ingest_isolated,
     ingest_planned,
-    ingest_transcript,
+    is_store_failure,
     parse_stream,
     plan_ingest,
 )
 from memex.sources import ADAPTERS, adapter
+from memex.sources.files import Skipped
 from memex.sources.model import Transcript
 from memex.store.db import transaction
 
@@ -45,7 +53,6 @@ PARALLEL_MIN_BYTES = 4 * 1_048_576
 WORKER_NICENESS = 10
 # Parsed files waiting to be written, per worker: keeps the workers busy while bounding memory.
 QUEUE_PER_WORKER = 8
-_IDLE = ("unchanged", "missing")
 
 
 @dataclass
@@ -64,12 +71,16 @@ class IndexReport:
     mirrors: int = 0
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
+    failed: list[Skipped] = field(default_factory=list)  # files that could not be read or stored
+    refused: list[Skipped] = field(default_factory=list)  # files given by hand that are no transcript
 
     def add(self, file: FileReport) -> None:
         self.files += 1
-        self.files_changed += file.status not in ("unchanged", "missing")
+        self.files_changed += file.status not in IDLE
         self.missing_files += file.status == "missing"
-        if file.status != "missing":
+        if file.status == "failed":
+            self.failed.append(Skipped(file.path, file.error or "failed"))
+        elif file.status != "missing":
             self.sessions.add(file.session_id)
             self.subagents += bool(file.agent_id)
         self.turns += file.turns
@@ -93,6 +104,9 @@ class IndexReport:
             "mirrors": self.mirrors,
             "seconds": round(self.seconds, 3),
             "warnings": self.warnings,
+            "failed_files": len(self.failed),
+            "failed": [{"path": str(f.path), "reason": f.reason} for f in self.failed],
+            "refused": [{"path": str(f.path), "reason": f.reason} for f in self.refused],
         }
 
 
@@ -105,11 +119,19 @@ def default_roots(config: Config, agents: Iterable[str]) -> dict[str, list[Path]
     return {agent: folders[agent] for agent in agents}
 
 
-def discover(roots_by_agent: dict[str, list[Path]]) -> list[Transcript]:
-    """Every transcript under the given roots, parents before subagents."""
+def discover(roots_by_agent: dict[str, list[Path]], skipped: list[Skipped] | None = None) -> list[Transcript]:
+    """Every transcript under the given roots, parents before subagents. Files named like transcripts that
+    are not regular readable files (a FIFO, a device, a link loop, no permission) go to `skipped`, once."""
     found: list[Transcript] = []
+    passed_over: list[Skipped] = []
     for agent, roots in roots_by_agent.items():
-        found.extend(adapter(agent).discover(roots))
+        found.extend(adapter(agent).discover(roots, passed_over))
+    if skipped is not None:
+        seen = {s.path for s in skipped}
+        for item in passed_over:
+            if item.path not in seen:
+                seen.add(item.path)
+                skipped.append(item)
     return sorted(found, key=lambda t: t.subagent_id is not None)
 
 
@@ -119,12 +141,16 @@ def index_transcripts(
     transcripts: list[Transcript],
     on_file: Callable[[Transcript, FileReport], None] | None = None,
     workers: int = 1,
+    skipped: Iterable[Skipped] = (),
 ) -> IndexReport:
     """Ingest each transcript incrementally and total what was done.
 
-    With `workers` > 1 and enough work, files are parsed by that many worker processes.
+    With `workers` > 1 and enough work, files are parsed by that many worker processes. A file that
+    fails is reported (`failed`, with `skipped`: the files discovery could not read) and the others are
+    indexed; only an error of the store itself stops the run.
     """
     report = IndexReport()
+    report.failed.extend(skipped)
     started = time.perf_counter()
 
     def done(transcript: Transcript, file_report: FileReport) -> None:
@@ -134,12 +160,12 @@ def index_transcripts(
 
     claimed: dict[str, str] = {}
     plans = [plan_ingest(conn, t, claimed) for t in transcripts] if workers > 1 else []
-    work = [p for p in plans if p.status not in _IDLE]
+    work = [p for p in plans if p.status not in IDLE]
     if len(work) >= PARALLEL_MIN_FILES and sum(p.size - p.state.resume_offset for p in work) >= PARALLEL_MIN_BYTES:
         _index_in_parallel(conn, config, plans, work, workers, done)
     else:
         for transcript in transcripts:
-            done(transcript, ingest_transcript(conn, config, transcript))
+            done(transcript, ingest_isolated(conn, config, transcript))
     report.mirrors += backfill_mirrors(conn)
     report.seconds = time.perf_counter() - started
     return report
@@ -168,6 +194,19 @@ def _exit_with_parent() -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """Ctrl-C ignored meanwhile (only the main thread may change a signal's handler; others leave it)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _index_in_parallel(
     conn: sqlite3.Connection,
     config: Config,
@@ -192,16 +231,22 @@ def _index_in_parallel(
         future = None
         if not broken:
             try:
-                future = pool.submit(parse_stream, plan, config.chunk_max_tokens, config.chunk_overlap_tokens)
+                future = pool.submit(
+                    parse_stream, plan, config.chunk_max_tokens, config.chunk_overlap_tokens, config.max_line_bytes
+                )
             except (BrokenProcessPool, RuntimeError):  # workers cannot start: the rest is parsed here
                 broken = True
         queued.append((plan, future))
 
+    interrupted = False
     try:
-        for _ in range(workers * QUEUE_PER_WORKER):
-            submit_next()
+        # Workers start while Ctrl-C is ignored, so they ignore it for good (the user's Ctrl-C reaches the
+        # whole process group): this process alone stops and says so once, without worker tracebacks.
+        with _sigint_ignored():
+            for _ in range(workers * QUEUE_PER_WORKER):
+                submit_next()
         for plan in plans:
-            if plan.status in _IDLE:
+            if plan.status in IDLE:
                 done(plan.transcript, idle_report(plan))
                 continue
             queued_plan, future = queued.popleft()
@@ -213,9 +258,21 @@ def _index_in_parallel(
                     parsed = future.result()
                 except Exception:  # the file vanished, a worker died: redone here, where errors surface
                     parsed = None
-            done(plan.transcript, ingest_planned(conn, config, plan, parsed))
+            try:
+                file_report = ingest_planned(conn, config, plan, parsed)
+            except Exception as exc:
+                if is_store_failure(exc):
+                    raise
+                file_report = failed_report(plan.transcript, exc)
+            done(plan.transcript, file_report)
+    except KeyboardInterrupt:
+        # Files not started are dropped; the few being parsed finish (milliseconds for most transcripts)
+        # while the interrupt is reported, and the workers then exit. Terminating them instead could cut
+        # a result in the middle of the pipe it travels on, and hang this process at exit.
+        interrupted = True
+        raise
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.shutdown(wait=not interrupted, cancel_futures=True)
 
 
 def backfill_mirrors(conn: sqlite3.Connection) -> int:

@@ -15,6 +15,7 @@ The result is the mirror a rebuild from every entry gives, to the character.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import sqlite3
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ import orjson
 from memex.config import MIRROR_SEGMENT_CHARS
 from memex.ingest import mirror_store
 from memex.ingest.mirror_store import MirrorState, Segment, load_state, save_state
+from memex.redact import clear_cut, redact
 from memex.textutil import fts_text, strip_system_reminders
 
 MIRROR_FORMAT = 1
@@ -76,9 +78,12 @@ def _now() -> str:
 
 
 def message_text(raw: str | None) -> str:
-    """An entry's text as a mirror keeps it: no system reminders, trimmed, cut at MAX_MESSAGE_CHARS."""
+    """An entry's text as a mirror keeps it: no system reminders, trimmed, cut at MAX_MESSAGE_CHARS (never
+    inside a secret, which redaction would no longer recognise once cut)."""
     text = strip_system_reminders(raw or "").strip()
-    return text[:MAX_MESSAGE_CHARS] + _CUT if len(text) > MAX_MESSAGE_CHARS else text
+    if len(text) <= MAX_MESSAGE_CHARS:
+        return text
+    return text[: clear_cut(text, MAX_MESSAGE_CHARS)] + _CUT
 
 
 @dataclass
@@ -273,7 +278,10 @@ def _stored(conn: sqlite3.Connection, session: sqlite3.Row) -> _Stored:
 
 def _shell(conn: sqlite3.Connection, session: sqlite3.Row, text: str, spans: list[list[Any]]) -> Mirror:
     """The session's mirror with this text and these message spans (its content hash left to compute)."""
-    prs = [r[0] for r in conn.execute("SELECT pr_number FROM pr_links WHERE session_id = ? ORDER BY 1", (session[0],))]
+    prs = [
+        r[0]
+        for r in conn.execute("SELECT DISTINCT pr_number FROM pr_links WHERE session_id = ? ORDER BY 1", (session[0],))
+    ]
     return Mirror(
         session_id=session["session_id"],
         computer=session["computer"],
@@ -510,6 +518,35 @@ def refresh_mirror(conn: sqlite3.Connection, session_id: str, since_line: int = 
     changed = _write(conn, stored, build)
     save_state(conn, session_id, build.state)
     return changed
+
+
+# --- leaving this computer ----------------------------------------------------------------------------
+
+
+def redact_mirror(mirror: Mirror) -> tuple[Mirror, int]:
+    """A copy of `mirror` fit to leave this computer: secrets replaced by markers in each whole message
+    (so the spans stay right) and in the title, and how many were replaced."""
+    spans = mirror.metadata.get("messages")
+    total = 0
+    if spans:
+        clean = []
+        for message in mirror.messages():
+            text, count = redact(message["text"])
+            total += count
+            clean.append([message["role"], text, message["timestamp"]])
+        conversation, spans = _render(clean)
+    else:
+        conversation, total = redact(mirror.conversation_text)
+    title = mirror.title
+    if title:
+        title, count = redact(title)
+        total += count
+    metadata = {**mirror.metadata, "redacted": total}
+    if spans:
+        metadata["messages"] = spans
+    clean_mirror = dataclasses.replace(mirror, title=title, conversation_text=conversation, metadata=metadata)
+    clean_mirror.content_hash = content_hash(clean_mirror)
+    return clean_mirror, total
 
 
 # --- reading ------------------------------------------------------------------------------------------

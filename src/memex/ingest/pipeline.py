@@ -7,6 +7,10 @@ that rewrites its files in place (`INCREMENTAL = False` in its source module).
 
 Three steps: `plan_ingest` reads the stored state, `parse_stream` reads the file (no database: it can run
 in a worker process), `write_stream` stores the result and rebuilds the session's mirror.
+
+A file that cannot be read or stored fails alone: `ingest_isolated` turns its error into a report with
+status `failed` and the reason, and nothing of it is written. Only an error of the store itself (locked,
+full, damaged), which every other file would meet too, goes up to the caller.
 """
 
 from __future__ import annotations
@@ -18,20 +22,29 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memex.config import Config
+from memex.errors import StoreError
 from memex.ingest.chunks import chunk_text
 from memex.ingest.mirrors import refresh_mirror
+from memex.ingest.prs import pull_requests
 from memex.ingest.state import StreamState, file_checks, is_append_of, load_state, save_state
 from memex.ingest.turns import Turn, TurnBuilder
 from memex.sources import adapter, is_incremental
+from memex.sources.files import open_regular, reason_of, safe_resolve
 from memex.sources.model import BadLine, Entry, Transcript
 from memex.store.db import transaction
 from memex.textutil import fts_text, shorten
 
-# Title sources, weakest first: a later or stronger source replaces a weaker one.
-TITLE_RANKS = {"prompt": 1, "ai-title": 2, "summary": 3, "custom-title": 4}
+# Title sources, weakest first: a later or stronger source replaces a weaker one. The agent's own title
+# records beat the first prompt; a subagent's task names a session only known through its subagents (a
+# parent not indexed yet, or an orphan subagent folder whose session file is gone).
+TITLE_RANKS = {"subagent": 1, "prompt": 2, "ai-title": 3, "summary": 4, "custom-title": 5}
+# Ranks where the first offer stands (the first prompt, the first subagent), not the latest.
+_FIRST_ONLY_RANK = TITLE_RANKS["prompt"]
 TITLE_MAX_CHARS = 100
 # Warnings kept per file (the count of bad lines is always complete).
 MAX_WARNINGS_PER_FILE = 5
+# Plan statuses that need no parsing: nothing changed, the file is gone, or it cannot be read.
+IDLE = ("unchanged", "missing", "failed")
 
 
 @dataclass
@@ -41,7 +54,8 @@ class FileReport:
     path: Path
     session_id: str
     agent_id: str = ""
-    status: str = "unchanged"  # new, appended, rewritten, unchanged, missing
+    status: str = "unchanged"  # new, appended, rewritten, unchanged, missing, failed
+    error: str | None = None  # why a failed file could not be indexed
     lines: int = 0
     bad_lines: int = 0
     turns: int = 0
@@ -55,7 +69,7 @@ def _now() -> str:
 
 
 def _path_key(path: Path) -> str:
-    return str(path.resolve())
+    return str(safe_resolve(path))
 
 
 def _resolve_session_id(conn: sqlite3.Connection, transcript: Transcript, claimed: dict[str, str] | None = None) -> str:
@@ -88,24 +102,40 @@ def _ensure_session(conn: sqlite3.Connection, session_id: str, agent: str, confi
     )
 
 
+# Tables holding rows of one stream (session_id, agent_id, line_index): a re-read rebuilds them from its start.
+_STREAM_TABLES = ("entries", "turns", "pr_links", "unknown_records")
+
+
 def _reset_stream(conn: sqlite3.Connection, session_id: str, agent_id: str) -> None:
-    conn.execute("DELETE FROM turns WHERE session_id = ? AND agent_id = ?", (session_id, agent_id))
-    conn.execute("DELETE FROM entries WHERE session_id = ? AND agent_id = ?", (session_id, agent_id))
+    for table in _STREAM_TABLES:
+        conn.execute(f"DELETE FROM {table} WHERE session_id = ? AND agent_id = ?", (session_id, agent_id))
     if not agent_id:
-        conn.execute("DELETE FROM pr_links WHERE session_id = ?", (session_id,))
         conn.execute("UPDATE sessions SET title = NULL, title_rank = 0 WHERE session_id = ?", (session_id,))
 
 
+def _forget_superseded_session(conn: sqlite3.Connection, path: str, session_id: str, computer: str) -> None:
+    """Remove a session stored from the file that is now read as a subagent of `session_id` (a Codex
+    spawned agent's rollout, which memex indexed as a session of its own before Codex 0.169's format)."""
+    for (stale,) in conn.execute(
+        "SELECT session_id FROM sessions WHERE transcript_path = ? AND session_id != ?", (path, session_id)
+    ).fetchall():
+        conn.execute("DELETE FROM sessions WHERE session_id = ?", (stale,))
+        conn.execute("DELETE FROM mirror_records WHERE session_id = ? AND computer = ?", (stale, computer))
+
+
 class _SessionFacts:
-    """Session-level facts gathered while reading entries: project, times, title, PRs, compactions."""
+    """Session-level facts gathered while reading entries: project, times, title, PRs, version, drift."""
 
     def __init__(self) -> None:
         self.cwd: str | None = None
         self.first_timestamp: str | None = None
         self.last_timestamp: str | None = None
         self.title: tuple[int, str] | None = None
-        self.pr_links: list[tuple[int, str | None, str | None]] = []
+        # (line, number, url, repository, source): the agent's records ('record') and URLs in text ('text').
+        self.pr_links: list[tuple[int, int, str | None, str | None, str]] = []
         self.project_hash: str | None = None  # Gemini names its project only by a hash of its path
+        self.version: str | None = None  # the agent's version on the latest record that says
+        self.unknown: list[tuple[int, str, str | None]] = []  # (line, record type, version)
 
     def add(self, entry: Entry) -> None:
         if entry.cwd and self.cwd is None:
@@ -115,46 +145,107 @@ class _SessionFacts:
         if entry.timestamp:  # records are not always written in time order (snapshots come late)
             self.first_timestamp = min(self.first_timestamp or entry.timestamp, entry.timestamp)
             self.last_timestamp = max(self.last_timestamp or entry.timestamp, entry.timestamp)
+        if entry.version:
+            self.version = entry.version
+        if entry.unknown:
+            self.unknown.append((entry.line_index, entry.entry_type, entry.version or self.version))
         if entry.kind in ("title", "summary") and entry.extra.get("title"):
-            source = entry.extra.get("source", "summary")
-            self._offer_title(TITLE_RANKS[source], entry.extra["title"])
+            rank = TITLE_RANKS.get(entry.extra.get("source", "summary"), TITLE_RANKS["summary"])
+            self._offer_title(rank, entry.extra["title"])
         elif entry.kind == "prompt" and entry.text:
             self._offer_title(TITLE_RANKS["prompt"], entry.text, first_only=True)
         elif entry.kind == "pr_link":
-            self.pr_links.append((entry.extra["pr_number"], entry.extra["pr_url"], entry.extra["repository"]))
+            link = entry.extra
+            self.pr_links.append((entry.line_index, link["pr_number"], link["pr_url"], link["repository"], "record"))
+        for block in entry.blocks:
+            if block.kind == "tool_result" or (block.kind == "text" and entry.kind == "assistant"):
+                for pr in pull_requests(block.text):
+                    self.pr_links.append((entry.line_index, pr.number, pr.url, pr.repository, "text"))
 
     def _offer_title(self, rank: int, text: str, first_only: bool = False) -> None:
         if self.title is None or rank > self.title[0] or (rank == self.title[0] and not first_only):
             self.title = (rank, shorten(text, TITLE_MAX_CHARS))
 
 
-def _write_session_facts(
-    conn: sqlite3.Connection, session_id: str, facts: _SessionFacts, from_main_start: bool
-) -> None:
-    """Record what the entries said about their session.
+def _link_key(url: str | None, repository: str | None, number: int) -> str:
+    """What makes two links one: the URL (as written by the agent, or canonical), else repository#number."""
+    return url.rstrip("/") if url else f"{repository or ''}#{number}"
 
-    The start time is the main transcript's first timestamp (a subagent only fills it in when the main
-    transcript is not known yet); the end time is the latest timestamp of any stream.
+
+# The earlier and the later of two timestamps, either of which may be NULL.
+_EARLIER = "min(coalesce({0}, {1}), coalesce({1}, {0}))"
+_LATER = "max(coalesce({0}, {1}), coalesce({1}, {0}))"
+
+
+def _write_session_times(
+    conn: sqlite3.Connection, session_id: str, agent_id: str, facts: _SessionFacts, appended_from: int | None
+) -> None:
+    """Record when the session started and ended: the earliest timestamp of its main transcript's stored
+    entries (of any stream's while the main transcript has none) and the latest of any stream's. Records
+    are not written in time order, and the result must not depend on how the files were read (at once, or
+    a few lines at a time, in whatever order).
+
+    A stream read whole is recomputed from the stored entries; a stream appended to from line
+    `appended_from` (the lines before it unchanged, the ones after it all in `facts`) is folded in, so a
+    long session's ingest does not read all its entries again.
     """
-    started = "started_at = coalesce(?, started_at)" if from_main_start else "started_at = coalesce(started_at, ?)"
+    if appended_from is None:
+        conn.execute(
+            "UPDATE sessions SET (started_at, ended_at) = (SELECT coalesce(min(CASE WHEN agent_id = '' "
+            "THEN timestamp END), min(timestamp)), max(timestamp) FROM entries WHERE session_id = ?) "
+            "WHERE session_id = ?",
+            (session_id, session_id),
+        )
+        return
+    # Whether the start is the main transcript's already (a timestamp of it outside what was just read).
+    main_dated = conn.execute(
+        "SELECT 1 FROM entries WHERE session_id = ? AND agent_id = '' AND timestamp IS NOT NULL "
+        "AND (? != '' OR line_index < ?) LIMIT 1",
+        (session_id, agent_id, appended_from),
+    ).fetchone()
+    if agent_id:  # a subagent moves the start only while the main transcript has no time
+        started = "started_at" if main_dated else _EARLIER.format("started_at", ":first")
+    else:  # the main transcript's earlier lines count, the subagents' no more once it has a time
+        started = _EARLIER.format("started_at", ":first") if main_dated else "coalesce(:first, started_at)"
     conn.execute(
-        f"UPDATE sessions SET project_dir = coalesce(project_dir, ?), {started}, "
-        "ended_at = CASE WHEN ended_at IS NULL OR ended_at < ? THEN ? ELSE ended_at END "
-        "WHERE session_id = ?",
-        (facts.cwd, facts.first_timestamp, facts.last_timestamp, facts.last_timestamp, session_id),
+        f"UPDATE sessions SET started_at = {started}, ended_at = {_LATER.format('ended_at', ':last')} "
+        "WHERE session_id = :session",
+        {"first": facts.first_timestamp, "last": facts.last_timestamp, "session": session_id},
+    )
+
+
+def _write_session_facts(conn: sqlite3.Connection, session_id: str, agent_id: str, facts: _SessionFacts) -> None:
+    """Record what the entries said about their session (its times: `_write_session_times`). The agent's
+    version is the main transcript's (a subagent only fills it in when the main transcript is not known yet)."""
+    version = "agent_version = coalesce(agent_version, ?)" if agent_id else "agent_version = coalesce(?, agent_version)"
+    conn.execute(
+        f"UPDATE sessions SET project_dir = coalesce(project_dir, ?), {version} WHERE session_id = ?",
+        (facts.cwd, facts.version, session_id),
     )
     if facts.title:
         rank, title = facts.title
         conn.execute(
             "UPDATE sessions SET title = ?, title_rank = ? WHERE session_id = ? AND "
-            "(title_rank < ? OR (title_rank = ? AND ? > 1))",
+            f"(title_rank < ? OR (title_rank = ? AND ? > {_FIRST_ONLY_RANK}))",
             (title, rank, session_id, rank, rank, rank),
         )
+    # One row per link and stream: the agent's own record wins over a URL seen in text.
     conn.executemany(
-        "INSERT INTO pr_links (session_id, pr_number, pr_url, repository) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT (session_id, pr_number) DO UPDATE SET pr_url = excluded.pr_url, "
-        "repository = excluded.repository",
-        [(session_id, *link) for link in facts.pr_links],
+        "INSERT INTO pr_links (session_id, agent_id, link_key, pr_number, pr_url, repository, source, line_index) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, agent_id, link_key) DO UPDATE SET "
+        "pr_url = coalesce(excluded.pr_url, pr_url), repository = coalesce(excluded.repository, repository), "
+        "source = CASE WHEN excluded.source = 'record' THEN 'record' ELSE source END, "
+        "line_index = min(line_index, excluded.line_index)",
+        [
+            (session_id, agent_id, _link_key(url, repository, number), number, url, repository, source, line)
+            for line, number, url, repository, source in facts.pr_links
+        ],
+    )
+    stored = conn.execute("SELECT agent_version FROM sessions WHERE session_id = ?", (session_id,)).fetchone()[0]
+    conn.executemany(
+        "INSERT OR REPLACE INTO unknown_records (session_id, agent_id, line_index, record_type, agent_version) "
+        "VALUES (?, ?, ?, ?, ?)",
+        [(session_id, agent_id, line, kind, version or stored) for line, kind, version in facts.unknown],
     )
 
 
@@ -255,6 +346,7 @@ class Plan:
     size: int = 0
     mtime_ns: int = 0
     project_dir: str | None = None  # the session's project folder as stored
+    error: str | None = None  # why a failed file cannot be read
 
     def same_work(self, other: Plan) -> bool:
         """True when `other` (planned later) asks for exactly this work."""
@@ -285,7 +377,7 @@ def plan_ingest(conn: sqlite3.Connection, transcript: Transcript, claimed: dict[
         if state and state.file_size == stat.st_size and state.file_mtime_ns == stat.st_mtime_ns:
             plan.status = "unchanged"
             return plan
-        with transcript.path.open("rb") as handle:
+        with open_regular(transcript.path) as handle:
             if state is None:
                 plan.status = "new"
             elif is_incremental(transcript.agent) and is_append_of(handle, stat.st_size, state):
@@ -294,6 +386,9 @@ def plan_ingest(conn: sqlite3.Connection, transcript: Transcript, claimed: dict[
                 plan.status = "rewritten"
     except FileNotFoundError:
         plan.status = "missing"
+        return plan
+    except OSError as exc:  # not readable, no longer a regular file, a link loop
+        plan.status, plan.error = "failed", reason_of(exc)
         return plan
     row = conn.execute("SELECT project_dir FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
     plan.project_dir = row["project_dir"] if row else None
@@ -320,27 +415,33 @@ class ParsedStream:
     checks: tuple[str, str] = ("", "")  # head and tail hashes of the consumed bytes
 
 
-def parse_stream(plan: Plan, max_tokens: int, overlap_tokens: int) -> ParsedStream:
+def parse_stream(
+    plan: Plan, max_tokens: int, overlap_tokens: int, max_line_bytes: int = Config.max_line_bytes
+) -> ParsedStream:
     """Read a planned transcript from its resume point into entries and prepared turns.
 
-    Touches no database, so it runs as well in a worker process as in the writer.
+    Touches no database, so it runs as well in a worker process as in the writer. Bad lines the last
+    run read already (between the resume point and where it stopped) are not counted again.
     """
     transcript, agent_id, state = plan.transcript, plan.agent_id, plan.state
+    read_before = state.last_line_index  # lines below this were read, and their bad ones counted, before
     source = adapter(transcript.agent)
     parsed = ParsedStream(state.resume_line_index, state.resume_offset)
     parsed.end_offset, parsed.next_line = state.resume_offset, state.resume_line_index
     builder = TurnBuilder(agent_id, is_sidechain=bool(agent_id))
     offsets: dict[int, int] = {}
-    for line, entry in source.read_entries(transcript.path, state.resume_offset, state.resume_line_index):
+    lines = source.read_entries(transcript.path, state.resume_offset, state.resume_line_index, max_line_bytes)
+    for line, entry in lines:
         offsets[line.line_index] = line.start
         parsed.end_offset, parsed.next_line = line.end, line.line_index + 1
         parsed.lines += 1
+        new = line.line_index >= read_before
         if isinstance(entry, BadLine):
-            parsed.bad_lines += 1
-            if len(parsed.warnings) < MAX_WARNINGS_PER_FILE:
+            parsed.bad_lines += new
+            if new and len(parsed.warnings) < MAX_WARNINGS_PER_FILE:
                 parsed.warnings.append(f"{transcript.path}:{entry.line_index + 1}: skipped ({entry.reason})")
             continue
-        if line.repaired and len(parsed.warnings) < MAX_WARNINGS_PER_FILE:
+        if line.repaired and new and len(parsed.warnings) < MAX_WARNINGS_PER_FILE:
             parsed.warnings.append(f"{transcript.path}:{line.line_index + 1}: invalid UTF-8 replaced")
         if entry is None:
             continue
@@ -372,7 +473,7 @@ def parse_stream(plan: Plan, max_tokens: int, overlap_tokens: int) -> ParsedStre
     parsed.project_dir = plan.project_dir or parsed.facts.cwd
     parsed.turns = prepare_turns(turns, parsed.project_dir, max_tokens, overlap_tokens)
     try:
-        with transcript.path.open("rb") as handle:
+        with open_regular(transcript.path) as handle:
             parsed.checks = file_checks(handle, parsed.end_offset)
     except FileNotFoundError:
         pass
@@ -388,8 +489,9 @@ def write_stream(conn: sqlite3.Connection, config: Config, plan: Plan, parsed: P
     _ensure_session(conn, session_id, transcript.agent, config, now)
     if plan.status == "rewritten":
         _reset_stream(conn, session_id, agent_id)
-    # What follows the resume point is rebuilt: its entries, and the provisional turn (by cascade).
-    for table in ("entries", "turns"):
+    # What follows the resume point is rebuilt: its entries, the provisional turn (its chunks by cascade), and
+    # the links and unknown records read from those lines.
+    for table in _STREAM_TABLES:
         conn.execute(
             f"DELETE FROM {table} WHERE session_id = ? AND agent_id = ? AND line_index >= ?",
             (session_id, agent_id, parsed.start_line),
@@ -416,9 +518,12 @@ def write_stream(conn: sqlite3.Connection, config: Config, plan: Plan, parsed: P
             [t.turn for t in turns], project_dir, config.chunk_max_tokens, config.chunk_overlap_tokens
         )
     report.turns = _write_turns(conn, session_id, turns)
-    if agent_id:
-        facts.title = None  # a subagent's prompt is not its session's title
-    _write_session_facts(conn, session_id, facts, from_main_start=not agent_id and parsed.start_line == 0)
+    if agent_id:  # a subagent's task only names a session known through nothing else
+        task = transcript.description or (facts.title[1] if facts.title else None)
+        facts.title = (TITLE_RANKS["subagent"], shorten(task, TITLE_MAX_CHARS)) if task else None
+        _forget_superseded_session(conn, _path_key(transcript.path), session_id, config.computer)
+    _write_session_facts(conn, session_id, agent_id, facts)
+    _write_session_times(conn, session_id, agent_id, facts, parsed.start_line if plan.status == "appended" else None)
     report.bytes_read = parsed.end_offset - parsed.start_offset
     state = plan.state
     state.last_line_index, state.last_offset = parsed.next_line, parsed.end_offset
@@ -430,6 +535,11 @@ def write_stream(conn: sqlite3.Connection, config: Config, plan: Plan, parsed: P
     state.file_size, state.file_mtime_ns = plan.size, plan.mtime_ns
     state.head_hash, state.tail_hash = parsed.checks
     save_state(conn, session_id, agent_id, _path_key(transcript.path), state, now)
+    if agent_id and (transcript.agent_type or transcript.description):
+        conn.execute(
+            "UPDATE subagent_sessions SET agent_type = ?, description = ? WHERE session_id = ? AND agent_id = ?",
+            (transcript.agent_type, transcript.description, session_id, agent_id),
+        )
     if not agent_id:  # the mirror holds the main conversation only
         since = parsed.start_line if plan.status == "appended" else 0
         report.mirror_written = refresh_mirror(conn, session_id, since)
@@ -437,11 +547,32 @@ def write_stream(conn: sqlite3.Connection, config: Config, plan: Plan, parsed: P
 
 
 def idle_report(plan: Plan) -> FileReport:
-    """The report of a transcript that needs no work (unchanged) or cannot get any (missing)."""
-    report = FileReport(plan.transcript.path, plan.session_id, plan.agent_id, plan.status)
+    """The report of a transcript that needs no work (unchanged) or cannot get any (missing, failed)."""
+    report = FileReport(plan.transcript.path, plan.session_id, plan.agent_id, plan.status, plan.error)
     if plan.status == "missing":
         report.warnings.append(f"{plan.transcript.path}: the file disappeared before it could be read")
     return report
+
+
+def is_store_failure(exc: BaseException) -> bool:
+    """True for an error of the store itself (locked, full, read-only, damaged): every file would meet it."""
+    return isinstance(exc, (sqlite3.OperationalError, StoreError)) or type(exc) is sqlite3.DatabaseError
+
+
+def failed_report(transcript: Transcript, exc: BaseException) -> FileReport:
+    """The report of a transcript whose ingest raised `exc` (nothing of it was written)."""
+    return FileReport(transcript.path, transcript.session_id, transcript.subagent_id or "", "failed", reason_of(exc))
+
+
+def ingest_isolated(conn: sqlite3.Connection, config: Config, transcript: Transcript) -> FileReport:
+    """`ingest_transcript`, with a failure of this one file reported (status `failed`) instead of raised.
+    An error of the store itself is raised: it is no file's fault, and the next file would meet it too."""
+    try:
+        return ingest_transcript(conn, config, transcript)
+    except Exception as exc:
+        if is_store_failure(exc):
+            raise
+        return failed_report(transcript, exc)
 
 
 def ingest_planned(conn: sqlite3.Connection, config: Config, plan: Plan, parsed: ParsedStream | None) -> FileReport:
@@ -449,10 +580,10 @@ def ingest_planned(conn: sqlite3.Connection, config: Config, plan: Plan, parsed:
     longer does (another writer got there first, the file changed) is redone from scratch, in-process."""
     with transaction(conn):
         current = plan_ingest(conn, plan.transcript)
-        if current.status in ("unchanged", "missing"):
+        if current.status in IDLE:
             return idle_report(current)
         if parsed is None or not current.same_work(plan):
-            parsed = parse_stream(current, config.chunk_max_tokens, config.chunk_overlap_tokens)
+            parsed = parse_stream(current, config.chunk_max_tokens, config.chunk_overlap_tokens, config.max_line_bytes)
         return write_stream(conn, config, current, parsed)
 
 
@@ -463,10 +594,10 @@ def ingest_transcript(conn: sqlite3.Connection, config: Config, transcript: Tran
     """
     with transaction(conn):
         plan = plan_ingest(conn, transcript)
-        if plan.status in ("unchanged", "missing"):
+        if plan.status in IDLE:
             return idle_report(plan)
         try:
-            parsed = parse_stream(plan, config.chunk_max_tokens, config.chunk_overlap_tokens)
+            parsed = parse_stream(plan, config.chunk_max_tokens, config.chunk_overlap_tokens, config.max_line_bytes)
         except FileNotFoundError:
             plan.status = "missing"
             return idle_report(plan)

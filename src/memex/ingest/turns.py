@@ -12,6 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from memex.ingest.mentions import at_mentions, normalize_path, tool_paths
+from memex.redact import clear_cut
 from memex.sources.model import Entry
 from memex.textutil import shorten
 
@@ -61,8 +62,8 @@ class Turn:
         if self.reaction_text:
             parts.append(f"User (next): {self.reaction_text}")
         text = "\n\n".join(parts)
-        if len(text) > MAX_TURN_TEXT_CHARS:
-            text = text[:MAX_TURN_TEXT_CHARS] + "\n[… truncated by memex]"
+        if len(text) > MAX_TURN_TEXT_CHARS:  # never inside a secret: once cut, redaction misses it
+            text = text[: clear_cut(text, MAX_TURN_TEXT_CHARS)] + "\n[… truncated by memex]"
         return text
 
     def files(self, project_dir: str | None) -> list[tuple[str, str]]:

@@ -43,7 +43,7 @@ def excerpt(text: str, query: str, size: int = EXCERPT_CHARS) -> str:
     return ("…" if start > 0 else "") + piece + ("…" if start + size < len(text) else "")
 
 
-def _context(text: str, spans: list[list[Any]], query: str) -> str:
+def message_context(text: str, spans: list[list[Any]], query: str) -> str:
     """The matched message and the one before it, with their speaker labels (a turn-sized view)."""
     at = _match_offset(text, query)
     index = next((i for i, span in enumerate(spans) if span[1] <= at <= span[2]), None)
@@ -126,7 +126,7 @@ def mirror_hits(conn: sqlite3.Connection, mirror_ids: list[int], query: str) -> 
                 "is_sidechain": 0,
                 "provisional": 0,
                 "prompt_text": "",
-                "full_text": _context(text, spans, query),
+                "full_text": message_context(text, spans, query),
                 "tool_summary": "",
                 "started_at": mirror.timestamp_start,
                 "ended_at": mirror.timestamp_end,

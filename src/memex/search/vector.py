@@ -8,6 +8,9 @@ search first brings the cache up to date: rows added since its watermark are app
 were deleted (turns rebuilt, mirrors replaced) it is rebuilt. Rows deleted meanwhile are filtered out
 against the table.
 
+A store this process cannot write (a read-only mount, another user's folder) is searched all the same: an
+up-to-date cache is read as it is, and otherwise the process keeps its own copy of the vectors in memory.
+
 Up to `search_binary_above` rows the search is exact (one matrix product: ~40 ms over 1M rows on 2 cores
 once the OS has the matrix in memory); above it, Hamming distance over the 1-bit codes picks
 `search_rerank_candidates` rows that exact cosine re-ranks, reading 48 bytes a row instead of 1,536
@@ -18,15 +21,20 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import orjson
 
 from memex.config import Config
+from memex.store.db import is_read_only_error, make_private_folder, open_private
+
+log = logging.getLogger("memex.search")
 
 # Rebuild the cache when more than this share of its rows (and at least MIN_DEAD_ROWS) were deleted.
 DEAD_SHARE = 0.2
@@ -58,18 +66,26 @@ class VectorIndex:
         self._bits: np.ndarray | None = None
         self._center: np.ndarray | None = None
         self._loaded: tuple[int, int] | None = None
+        self._in_memory = False  # the cache cannot be written here: this process holds its own copy
 
     # --- the cache on disk ----------------------------------------------------------------------------
 
     @contextlib.contextmanager
     def _lock(self, exclusive: bool) -> Iterator[None]:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        with (self.folder / "lock").open("a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        if exclusive:
+            make_private_folder(self.folder)
+            descriptor = open_private(self.folder / "lock")
+        else:  # a reader needs no write access: a read-only store's cache is read under a shared lock
             try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+                descriptor = os.open(self.folder / "lock", os.O_RDONLY)
+            except FileNotFoundError:
+                yield  # no lock file: no writer ever wrote this cache
+                return
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            yield
+        finally:
+            os.close(descriptor)  # releases the lock
 
     def _manifest(self) -> tuple[int, int, int]:
         """(rows, highest vector id, generation) of the cache; zeros when there is none."""
@@ -83,28 +99,23 @@ class VectorIndex:
 
     def _save_manifest(self, rows: int, max_id: int, generation: int) -> None:
         temporary = self.folder / "manifest.json.tmp"
-        temporary.write_bytes(
-            orjson.dumps({"rows": rows, "max_id": max_id, "generation": generation, "dimension": self.dimension})
+        _write(
+            temporary,
+            orjson.dumps({"rows": rows, "max_id": max_id, "generation": generation, "dimension": self.dimension}),
+            truncate=True,
         )
         os.replace(temporary, self.folder / "manifest.json")
 
     def _append(self, conn: sqlite3.Connection, after_id: int, suffix: str) -> tuple[int, int]:
         """Append rows with id > `after_id` to the cache files (named with `suffix`); (rows added, last id)."""
         added, last = 0, after_id
-        while True:
-            batch = conn.execute(
-                "SELECT id, owner_id, embedding FROM vectors WHERE model_name = ? AND level = ? AND id > ? "
-                "ORDER BY id LIMIT ?",
-                (self.config.embed_model, self.level, last, FETCH_ROWS),
-            ).fetchall()
-            if not batch:
-                return added, last
+        for batch in self._rows_after(conn, after_id):
             matrix = np.frombuffer(b"".join(r[2] for r in batch), dtype="<f4").reshape(len(batch), self.dimension)
             ids = np.array([r[0] for r in batch], dtype=np.int64)
             owners = np.array([r[1] for r in batch], dtype=np.int64)
             center_file = self.folder / ("center.f32" + suffix)
             if not center_file.exists():  # the first rows of a (re)build set the center for good
-                matrix.mean(axis=0).astype("<f4").tofile(center_file)
+                _write(center_file, matrix.mean(axis=0).astype("<f4").tobytes(), truncate=True)
             center = np.fromfile(center_file, dtype="<f4")
             for name, array in (
                 ("matrix.f32", matrix),
@@ -112,10 +123,20 @@ class VectorIndex:
                 ("owners.i64", owners),
                 ("bits.u8", np.packbits(matrix > center, axis=1)),
             ):
-                with (self.folder / (name + suffix)).open("ab") as handle:
-                    handle.write(np.ascontiguousarray(array).tobytes())
+                _write(self.folder / (name + suffix), np.ascontiguousarray(array).tobytes())
             added += len(batch)
             last = int(ids[-1])
+        return added, last
+
+    def _rows_after(self, conn: sqlite3.Connection, after_id: int) -> Iterator[list[sqlite3.Row]]:
+        last = after_id
+        while batch := conn.execute(
+            "SELECT id, owner_id, embedding FROM vectors WHERE model_name = ? AND level = ? AND id > ? "
+            "ORDER BY id LIMIT ?",
+            (self.config.embed_model, self.level, last, FETCH_ROWS),
+        ).fetchall():
+            yield batch
+            last = batch[-1][0]
 
     def _too_many_dead(self, dead: int, rows: int) -> bool:
         return dead > MIN_DEAD_ROWS and dead > DEAD_SHARE * rows
@@ -124,12 +145,52 @@ class VectorIndex:
         """Bring the cache up to date with the `vectors` table (one indexed lookup when nothing was added).
 
         New rows are appended (a process that mapped the shorter files keeps reading them safely); a
-        rebuild writes new files and renames them into place, so no mapped file ever shrinks.
+        rebuild writes new files and renames them into place, so no mapped file ever shrinks. When the
+        cache cannot be written (a read-only store), this process keeps the vectors in memory instead.
         """
         newest = conn.execute(
             "SELECT coalesce(max(id), 0) FROM vectors WHERE model_name = ? AND level = ?",
             (self.config.embed_model, self.level),
         ).fetchone()[0]
+        if not self._in_memory:
+            try:
+                self._sync_files(conn, newest)
+                return
+            except OSError as exc:
+                if not is_read_only_error(exc):
+                    raise
+                log.debug("vector cache %s is read-only (%s): kept in memory", self.folder, exc)
+                self._in_memory = True
+                self.rows = self.max_id = 0
+                self.generation = -1
+        self._sync_memory(conn, newest)
+
+    def _sync_memory(self, conn: sqlite3.Connection, newest: int) -> None:
+        """Append the rows this process has not read yet to its own copy (nothing is written)."""
+        if newest <= self.max_id and self._matrix is not None:
+            return
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        for batch in self._rows_after(conn, self.max_id):
+            matrix = np.frombuffer(b"".join(r[2] for r in batch), dtype="<f4").reshape(len(batch), self.dimension)
+            parts.append((matrix, np.array([r[0] for r in batch]), np.array([r[1] for r in batch])))
+        if self._matrix is None or self.rows == 0:
+            self._matrix = np.zeros((0, self.dimension), dtype=np.float32)
+            self._ids = self._owners = np.zeros(0, dtype=np.int64)
+        assert self._ids is not None and self._owners is not None
+        if parts:
+            self._matrix = np.concatenate([self._matrix, *(p[0] for p in parts)])
+            self._ids = np.concatenate([self._ids, *(p[1] for p in parts)]).astype(np.int64)
+            self._owners = np.concatenate([self._owners, *(p[2] for p in parts)]).astype(np.int64)
+        self.rows = len(self._ids)
+        self.max_id = int(self._ids[-1]) if self.rows else 0
+        if self.rows > self.config.search_binary_above:
+            self._center = self._matrix.mean(axis=0).astype(np.float32)
+            self._bits = np.packbits(self._matrix > self._center, axis=1)
+        else:
+            self._bits = None
+        self._loaded = (self.rows, self.generation)
+
+    def _sync_files(self, conn: sqlite3.Connection, newest: int) -> None:
         rows, max_id, generation = self._manifest()
         complete = rows == 0 or (self.folder / "center.f32").exists()
         if newest <= max_id and complete:  # nothing added (rows deleted meanwhile are filtered out at search time)
@@ -162,7 +223,7 @@ class VectorIndex:
         self.rows, self.max_id, self.generation = rows, max_id, generation
 
     def _load(self) -> None:
-        if self._loaded == (self.rows, self.generation):
+        if self._loaded == (self.rows, self.generation) or self._in_memory:
             return
         if self.rows == 0:
             self._matrix = np.zeros((0, self.dimension), dtype=np.float32)
@@ -252,6 +313,14 @@ class VectorIndex:
                 if len(found) == k:
                     break
         return [Neighbour(owner, score) for owner, score in found.items()]
+
+
+def _write(path: os.PathLike[str], data: bytes, truncate: bool = False) -> None:
+    """Append `data` to `path` (or replace its content), the file created private (0600)."""
+    flags = os.O_WRONLY | (os.O_TRUNC if truncate else os.O_APPEND)
+    descriptor = open_private(Path(path), flags)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(data)
 
 
 _indexes: dict[tuple[str, str, str], VectorIndex] = {}

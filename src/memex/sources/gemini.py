@@ -10,13 +10,20 @@ Subagent chats are `chats/<parent session id>/<agent id>.jsonl`, with `kind: "su
 
 A chat can lose or rewrite earlier messages, so it is re-read whole when it changes (`INCREMENTAL = False`).
 Entries are numbered: 0 is the session header, 1…n the live messages in order, n+1 the closing metadata
-(summary title, last update).
+(summary title, last update), then any record this module does not understand.
+
+Gemini CLI 0.61 (Nov 2026): `--resume` rewrites the list through `$set.messages` from the model's history
+(gemini messages as `content: [{functionCall}]`, results as synthetic `<id>_response` user messages, every
+time set to the resume) and appends a second header with a new `startTime`. The records written before
+still hold the tool calls, thoughts and times, so the list is rebuilt from them, and the session starts at
+its first header. A subagent's answer is only in its `complete_task` call's arguments.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -26,7 +33,10 @@ from typing import Any
 
 import orjson
 
-from memex.sources.jsonl import RawLine, parse_json_line
+from memex.sources.files import Skipped, candidates, open_regular, problem, safe_resolve
+from memex.sources.guard import checked, guarded
+from memex.sources.injected import AgentReport, gemini_is_injected
+from memex.sources.jsonl import DEFAULT_MAX_LINE_BYTES, RawLine, parse_json_line, read_jsonl, scrub
 from memex.sources.model import BadLine, Block, Entry, ToolUse, Transcript
 from memex.sources.shell import shell_paths
 from memex.textutil import normalize_timestamp, strip_system_reminders
@@ -36,15 +46,24 @@ INCREMENTAL = False  # re-read the whole file when it changes (see the module do
 PEEK_BYTES = 4096
 _SESSION_ID = re.compile(rb'"sessionId"\s*:\s*"([^"]+)"')
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
-# Text the CLI puts into user messages itself (`isIgnoredUserContent` in the CLI's sessionUtils.ts).
-_INJECTED_PREFIXES = ("<session_context>", "<hook_context>")
+# Subagents: the tool that runs one, the tool its answer comes back through, and how the answer is reported.
+_INVOKE_AGENT = "invoke_agent"
+_COMPLETE_TASK = "complete_task"
+_AGENT_RESULT = re.compile(r"\nResult:\n(.*)$", re.DOTALL)
+# A tool's output is read for pull request links up to this many characters.
+MAX_OUTPUT_CHARS = 100_000
 # `@file` mentions append the files' contents to the prompt after this marker.
 _REFERENCED_FILES = "\n--- Content from referenced files ---"
 # Chat compression records the model's `<state_snapshot>` as a user message, acknowledged by this reply.
 _SNAPSHOT = "<state_snapshot>"
 _COMPRESSION_ACK = "Got it. Thanks for the additional context!"
+_RESPONSE_SUFFIX = "_response"
+# Message types of `chatRecordingTypes.ts` (`model` in early versions); any other is counted as drift.
+KNOWN_MESSAGE_TYPES = frozenset({"user", "gemini", "model", "info", "error", "warning"})
 _BARE_COMMAND = re.compile(r"^[/?][\w:-]*$")
 _WORKSPACE = re.compile(r"\*\*Workspace Directories:\*\*\s*\n((?:[ \t]*- .+\n?)+)")
+# A JSON string, a bracket or a comma (to step over a value without parsing it).
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{},]')
 _WORKING_IN = re.compile(r"working in the directory:\s*(\S[^\n]*)")
 
 
@@ -59,6 +78,7 @@ class Chat:
     messages: list[Any] = field(default_factory=list)
     bad: list[BadLine] = field(default_factory=list)
     repaired: bool = False
+    unknown: list[tuple[int, str]] = field(default_factory=list)  # (line, `$operation`) not understood
 
 
 def _decode(raw: bytes) -> tuple[str, bool]:
@@ -73,7 +93,9 @@ def _salvage(text: str, chat: Chat, error: str) -> Chat:
     for key in ("sessionId", "projectHash", "startTime", "lastUpdated", "kind", "summary"):
         found = re.search(rf'"{key}"\s*:\s*"((?:[^"\\]|\\.)*)"', text)
         if found:
-            chat.meta[key] = json.loads(f'"{found.group(1)}"')
+            value = guarded(0, lambda found=found: scrub(json.loads(f'"{found.group(1)}"')))
+            if isinstance(value, str):
+                chat.meta[key] = value
     start = re.search(r'"messages"\s*:\s*\[', text)
     if start is None:
         chat.bad.append(BadLine(0, f"invalid JSON: {error}"))
@@ -87,19 +109,43 @@ def _salvage(text: str, chat: Chat, error: str) -> Chat:
             break
         try:
             message, position = decoder.raw_decode(text, position)
-        except json.JSONDecodeError:
-            chat.bad.append(BadLine(len(chat.messages), f"invalid JSON after message {len(chat.messages)}: {error}"))
-            break
-        chat.messages.append(message)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            deep = isinstance(exc, RecursionError)
+            reason = f"invalid JSON after message {len(chat.messages)}: {'nested too deeply' if deep else error}"
+            chat.bad.append(BadLine(len(chat.messages), reason))
+            end = _skip_value(text, position) if deep else None
+            if end is None:
+                break
+            position = end  # a message nested too deeply to parse: the ones after it are still read
+            continue
+        chat.messages.append(scrub(message))
     return chat
 
 
+def _skip_value(text: str, position: int) -> int | None:
+    """The index just past the JSON value that starts at `position`, found by matching its brackets and
+    strings without parsing it (so at any depth); None when the text ends first."""
+    depth = 0
+    for match in _JSON_TOKEN.finditer(text, position):
+        token = match.group()
+        if token in ("[", "{"):
+            depth += 1
+        elif token in ("]", "}"):
+            depth -= 1
+            if depth <= 0:
+                return match.end() if depth == 0 else match.start()
+        elif token == ",":
+            if depth == 0:
+                return match.start()
+        elif depth == 0:  # a string at the top
+            return match.end()
+    return None
+
+
 def _load_document(raw: bytes, chat: Chat) -> Chat:
-    text, chat.repaired = _decode(raw)
-    try:
-        data = orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
-        return _salvage(text, chat, str(exc))
+    data, error, chat.repaired = parse_json_line(raw)
+    if error is not None:
+        return _salvage(_decode(raw)[0], chat, error.removeprefix("invalid JSON: "))
     if not isinstance(data, dict) or not isinstance(data.get("messages", []), list):
         chat.bad.append(BadLine(0, "not a Gemini chat (no messages list)"))
         return chat
@@ -108,20 +154,21 @@ def _load_document(raw: bytes, chat: Chat) -> Chat:
     return chat
 
 
-def _load_events(raw: bytes) -> Chat:
+def _load_events(path: Path, max_line_bytes: int) -> Chat:
     chat = Chat()
     messages: dict[str, Any] = {}
+    # Every message record ever written, by id: `--resume` rewrites the list (`$set.messages`) from the
+    # model's history, which has lost the records' tool calls, thoughts and times; the records still have them.
+    records: dict[str, Any] = {}
     header_seen = False
-    lines = raw.split(b"\n")
-    for number, line in enumerate(lines):
-        body = line.strip()
-        if not body:
-            continue
-        data, error, repaired = parse_json_line(body)
-        chat.repaired |= repaired
+    # A last line without its newline is still being written: the reader leaves it out.
+    for line in read_jsonl(path, max_line_bytes=max_line_bytes):
+        number, data, error = line.line_index, line.data, line.error
+        chat.repaired |= line.repaired
         if error is not None:
-            if number < len(lines) - 1:  # a last line without its newline is still being written
-                chat.bad.append(BadLine(number, error))
+            chat.bad.append(BadLine(number, error))
+            continue
+        if data is None:
             continue
         if not isinstance(data, dict):
             chat.bad.append(BadLine(number, "not a JSON object"))
@@ -131,39 +178,75 @@ def _load_events(raw: bytes) -> Chat:
             for message_id in ids[ids.index(target) :] if target in messages else ids:
                 del messages[message_id]
         elif isinstance(data.get("id"), str):
-            messages[data["id"]] = data
+            messages[data["id"]] = records[data["id"]] = data
         elif isinstance(data.get("$set"), dict):
             update = data["$set"]
             if isinstance(update.get("messages"), list):  # a checkpoint: the whole list again
-                messages = {
-                    m["id"]: m for m in update["messages"] if isinstance(m, dict) and isinstance(m.get("id"), str)
-                }
+                messages = _checkpoint(update["messages"], records)
             chat.meta.update({k: v for k, v in update.items() if k != "messages"})
         elif isinstance(data.get("sessionId"), str) and isinstance(data.get("projectHash"), str):
             header_seen = True
-            chat.meta.update({k: v for k, v in data.items() if k != "messages"})
+            # `--resume` appends a second header: the session started at the first one.
+            first = {k: chat.meta[k] for k in ("startTime", "kind") if k in chat.meta}
+            chat.meta.update({k: v for k, v in data.items() if k != "messages"}, **first)
             if isinstance(data.get("messages"), list):
                 for message in data["messages"]:
                     if isinstance(message, dict) and isinstance(message.get("id"), str):
-                        messages[message["id"]] = message
+                        messages[message["id"]] = records[message["id"]] = message
+        elif len(data) == 1 and next(iter(data)).startswith("$"):  # an operation this module does not know
+            chat.unknown.append((number, next(iter(data))))
         else:
             chat.bad.append(BadLine(number, "not a Gemini chat record"))
-    if not header_seen and not messages and raw.lstrip().startswith(b"{"):
-        whole = _load_document(raw, Chat())  # the CLI's legacy fallback: one JSON document
-        if whole.messages or whole.meta:
-            return whole
+    if not header_seen and not messages:
+        raw = _read_whole(path, max_line_bytes, empty_if_larger=True)
+        if raw.lstrip().startswith(b"{"):
+            whole = _load_document(raw, Chat())  # the CLI's legacy fallback: one JSON document
+            if whole.messages or whole.meta:
+                return whole
     chat.messages = list(messages.values())
     return chat
 
 
-def load_chat(path: Path) -> Chat:
-    """Read and replay one chat file (either form)."""
-    raw = path.read_bytes()
-    if not raw.strip():
-        return Chat()
+def _checkpoint(listed: list[Any], records: dict[str, Any]) -> dict[str, Any]:
+    """The messages of a `$set.messages` checkpoint, each as its own record when one was written.
+
+    A resumed chat lists gemini messages as `content: [{functionCall}]` followed by synthetic
+    `<id>_response` user messages holding the results: the record of `<id>` has both as `toolCalls`.
+    """
+    messages: dict[str, Any] = {}
+    for message in listed:
+        if not isinstance(message, dict) or not isinstance(message.get("id"), str):
+            continue
+        message_id = message["id"]
+        call = records.get(message_id.removesuffix(_RESPONSE_SUFFIX)) if message_id.endswith(_RESPONSE_SUFFIX) else None
+        if isinstance(call, dict) and call.get("toolCalls"):  # the results are in the call's record
+            continue
+        records.setdefault(message_id, message)
+        messages[message_id] = records[message_id]
+    return messages
+
+
+class ChatTooLarge(ValueError):
+    """A chat kept as one JSON document is larger than `max_line_bytes`."""
+
+
+def _read_whole(path: Path, max_line_bytes: int, empty_if_larger: bool = False) -> bytes:
+    """The whole file, when it is at most `max_line_bytes` long (else ChatTooLarge, or b"" if `empty_if_larger`)."""
+    with open_regular(path) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > max_line_bytes:
+            if empty_if_larger:
+                return b""
+            raise ChatTooLarge(f"a chat document of {size:,} bytes is over max_line_bytes ({max_line_bytes:,})")
+        return handle.read(size)
+
+
+def load_chat(path: Path, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Chat:
+    """Read and replay one chat file (either form). A document over `max_line_bytes` raises ChatTooLarge."""
     if path.suffix == ".json":
-        return _load_document(raw, Chat())
-    return _load_events(raw)
+        raw = _read_whole(path, max_line_bytes)
+        return _load_document(raw, Chat()) if raw.strip() else Chat()
+    return _load_events(path, max_line_bytes)
 
 
 # --- the project folder ----------------------------------------------------------------------------
@@ -186,8 +269,8 @@ def _chats_folder(path: Path) -> Path | None:
 def _registry(projects_json: Path, mtime_ns: int) -> dict[str, str]:
     """`~/.gemini/projects.json` inverted: project folder name (slug) -> project root."""
     try:
-        data = orjson.loads(projects_json.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        data = orjson.loads(_read_whole(projects_json, DEFAULT_MAX_LINE_BYTES))
+    except (OSError, ValueError):  # orjson.JSONDecodeError and ChatTooLarge are ValueErrors
         return {}
     projects = data.get("projects") if isinstance(data, dict) else None
     if not isinstance(projects, dict):
@@ -220,7 +303,8 @@ def find_project(path: Path, meta: dict[str, Any], context_dirs: list[str]) -> s
     registry: dict[str, str] = {}
     if folder is not None:
         try:
-            marker = (folder / ".project_root").read_text(encoding="utf-8").strip()
+            with open_regular(folder / ".project_root") as handle:
+                marker = handle.read(PEEK_BYTES).decode("utf-8", "replace").strip()
             if marker:
                 return marker
         except OSError:
@@ -230,7 +314,8 @@ def find_project(path: Path, meta: dict[str, Any], context_dirs: list[str]) -> s
             return registry[folder.name]
     wanted = {h for h in (meta.get("projectHash"), folder.name if folder else None) if isinstance(h, str)}
     wanted = {h.lower() for h in wanted if _HEX64.match(h.lower())}
-    directories = [d for d in meta.get("directories") or [] if isinstance(d, str)]
+    listed = meta.get("directories")
+    directories = [d for d in listed if isinstance(d, str)] if isinstance(listed, list) else []
     candidates = [*context_dirs, *directories, *registry.values()]
     for candidate in candidates:
         if project_hash(candidate) in wanted or project_hash(candidate.lower()) in wanted:
@@ -243,7 +328,7 @@ def find_project(path: Path, meta: dict[str, Any], context_dirs: list[str]) -> s
 
 def _peek_session_id(path: Path) -> str | None:
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             found = _SESSION_ID.search(handle.read(PEEK_BYTES))
     except OSError:
         return None
@@ -261,7 +346,7 @@ def classify(path: Path, by_content: bool = True) -> Transcript | None:
         return Transcript(path, AGENT, path.parent.name, _peek_session_id(path) or path.stem)
     if by_content:
         try:
-            with path.open("rb") as handle:
+            with open_regular(path) as handle:
                 head = handle.read(PEEK_BYTES)
         except OSError:
             return None
@@ -293,20 +378,18 @@ def _dedupe(transcripts: Iterable[Transcript]) -> list[Transcript]:
     return chosen
 
 
-def discover(roots: Iterable[Path]) -> list[Transcript]:
-    """Every chat under `roots`, one file per session (folders are searched for `chats/`)."""
+def discover(roots: Iterable[Path], skipped: list[Skipped] | None = None) -> list[Transcript]:
+    """Every chat under `roots`, one file per session (folders are searched for `chats/`). Files named
+    like chats that cannot be read go to `skipped`."""
     found: dict[Path, Transcript] = {}
-    for root in roots:
-        if root.is_file():
-            candidates: Iterable[tuple[Path, bool]] = [(root, True)]
-        elif root.is_dir():
-            candidates = ((p, False) for p in sorted(root.rglob("*.json*")) if _chats_folder(p) is not None)
-        else:
-            continue
-        for path, by_content in candidates:
-            transcript = classify(path, by_content)
-            if transcript is not None:
-                found[path.resolve()] = transcript
+
+    def in_chats(path: Path) -> bool:
+        return path.suffix in (".json", ".jsonl") and _chats_folder(path) is not None
+
+    for path, by_content in candidates(roots, "*.json*", in_chats, skipped):
+        transcript = classify(path, by_content)
+        if transcript is not None:
+            found[safe_resolve(path)] = transcript
     return sorted(_dedupe(found.values()), key=lambda t: (t.subagent_id is not None, str(t.path)))
 
 
@@ -318,7 +401,7 @@ def subagent_transcripts(session_path: Path) -> list[Transcript]:
     folder = session_path.parent / session_id
     if not folder.is_dir():
         return []
-    found = (classify(p, by_content=False) for p in sorted(folder.glob("*.jsonl")))
+    found = (classify(p, by_content=False) for p in sorted(folder.glob("*.jsonl")) if problem(p) is None)
     return _dedupe(t for t in found if t is not None)
 
 
@@ -348,7 +431,7 @@ def _text(parts: list[dict[str, Any]], drop_injected: bool = False) -> str:
         text = part.get("text")
         if not isinstance(text, str) or part.get("thought") is True:
             continue
-        if drop_injected and text.lstrip().startswith(_INJECTED_PREFIXES):
+        if drop_injected and gemini_is_injected(text):
             continue
         texts.append(text)
     return "".join(texts)
@@ -369,6 +452,47 @@ def _tool(call: dict[str, Any]) -> ToolUse | None:
     return ToolUse(name, args, _str(call.get("id")), paths)
 
 
+def _response_text(parts: Any) -> str:
+    """The text of `functionResponse` parts (a tool's output), cut at MAX_OUTPUT_CHARS."""
+    texts = []
+    for part in _parts(parts) or []:
+        response = part.get("functionResponse") if isinstance(part, dict) else None
+        body = response.get("response") if isinstance(response, dict) else None
+        if isinstance(body, dict):
+            body = body.get("output") if isinstance(body.get("output"), str) else body.get("error")
+        if isinstance(body, str):
+            texts.append(body)
+        elif isinstance(part, dict) and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+    return "\n".join(texts)[:MAX_OUTPUT_CHARS]
+
+
+def _answer(call: dict[str, Any]) -> str | None:
+    """What a subagent answered through `complete_task` (its only record of it), or what a subagent
+    reported to the agent that invoked it (`invoke_agent`'s output)."""
+    args = call.get("args") if isinstance(call.get("args"), dict) else {}
+    if call.get("name") == _COMPLETE_TASK:
+        result = args.get("result")
+        if isinstance(result, dict):
+            result = result.get("response")
+        return result.strip() if isinstance(result, str) and result.strip() else None
+    if call.get("name") == _INVOKE_AGENT:
+        output = _response_text(call.get("result"))
+        found = _AGENT_RESULT.search(output)
+        if not found:
+            return None
+        result = found.group(1).strip()
+        try:
+            data = orjson.loads(result)
+        except orjson.JSONDecodeError:
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("response"), str):
+            result = data["response"].strip()
+        agent = _str(args.get("agent_name"))
+        return AgentReport(_str(call.get("agentId")), agent, result).text() if result else None
+    return None
+
+
 def _user_entry(entry: Entry, message: dict[str, Any]) -> Entry | BadLine:
     parts = _parts(message.get("content"))
     if parts is None:
@@ -376,6 +500,7 @@ def _user_entry(entry: Entry, message: dict[str, Any]) -> Entry | BadLine:
     entry.role = "user"
     if parts and all("functionResponse" in p for p in parts):
         entry.kind = "tool_result"
+        entry.blocks = [Block("tool_result", _response_text(parts))]
         return entry
     full = _text(parts)
     shown = _parts(message.get("displayContent"))  # what was typed, when the CLI expanded it
@@ -399,18 +524,34 @@ def _gemini_entry(entry: Entry, message: dict[str, Any]) -> Entry | BadLine:
     if parts is None:
         return BadLine(entry.line_index, "gemini message content is neither text nor parts")
     entry.kind, entry.role, entry.message_id = "assistant", "assistant", entry.uuid
-    for thought in message.get("thoughts") or []:
+    thoughts = message.get("thoughts")
+    for thought in thoughts if isinstance(thoughts, list) else []:
         if isinstance(thought, dict):
             subject, description = _str(thought.get("subject")), _str(thought.get("description"))
             entry.blocks.append(Block("thinking", ": ".join(t for t in (subject, description) if t)))
+    for part in parts:  # the model's history form (a resumed chat): thoughts and calls as parts
+        if part.get("thought") is True and isinstance(part.get("text"), str):
+            entry.blocks.append(Block("thinking", part["text"]))
     text = strip_system_reminders(_text(parts))
     if text.strip() and text.strip() != _COMPRESSION_ACK:
         entry.blocks.append(Block("text", text))
-    calls = message.get("toolCalls")
-    for call in calls if isinstance(calls, list) else []:
-        tool = _tool(call) if isinstance(call, dict) else None
-        if tool is not None:
-            entry.blocks.append(Block("tool_use", tool=tool))
+    calls = [c for c in message.get("toolCalls") or [] if isinstance(c, dict)]
+    recorded = {c.get("id") for c in calls}
+    calls += [
+        p["functionCall"]
+        for p in parts
+        if isinstance(p.get("functionCall"), dict) and p["functionCall"].get("id") not in recorded
+    ]
+    for call in calls:
+        tool = _tool(call)
+        if tool is None:
+            continue
+        entry.blocks.append(Block("tool_use", tool=tool))
+        answer = _answer(call)
+        if answer:
+            entry.blocks.append(Block("text", answer))
+        if call.get("result") is not None:
+            entry.blocks.append(Block("tool_result", _response_text(call["result"]), tool_use_id=tool.id))
     return entry
 
 
@@ -432,6 +573,7 @@ def message_entry(line_index: int, message: Any) -> Entry | BadLine:
         return _user_entry(entry, message)
     if message_type in ("gemini", "model"):
         return _gemini_entry(entry, message)
+    entry.unknown = message_type not in KNOWN_MESSAGE_TYPES
     parts = _parts(message.get("content")) or []
     text = _text(parts)
     if text:  # info, error, warning: the CLI's own notices, kept as data
@@ -442,7 +584,10 @@ def message_entry(line_index: int, message: Any) -> Entry | BadLine:
 def chat_entries(path: Path, chat: Chat, subagent: bool = False) -> list[Entry | BadLine]:
     """The entries of a replayed chat: header, messages, closing metadata."""
     meta = chat.meta
-    entries: list[Entry | BadLine] = [message_entry(n, m) for n, m in enumerate(chat.messages, 1)]
+    entries: list[Entry | BadLine] = [
+        checked(n, lambda n=n, m=m: message_entry(n, m)) or BadLine(n, "empty message")
+        for n, m in enumerate(chat.messages, 1)
+    ]
     context_dirs: list[str] = []
     for entry in entries:
         if isinstance(entry, Entry) and entry.entry_type == "user":
@@ -471,15 +616,17 @@ def chat_entries(path: Path, chat: Chat, subagent: bool = False) -> list[Entry |
     for entry in entries:
         if isinstance(entry, Entry) and project:
             entry.cwd = project
-    return [header, *entries, closing]
+    # Operations of a newer CLI (`{"$push": …}`…): data to count, after everything this module understood.
+    unknown = [Entry(closing.line_index + n, op, "other", unknown=True) for n, (_, op) in enumerate(chat.unknown, 1)]
+    return [header, *entries, closing, *unknown]
 
 
 def read_entries(
-    path: Path, start_offset: int = 0, start_line: int = 0
+    path: Path, start_offset: int = 0, start_line: int = 0, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
 ) -> Iterator[tuple[RawLine, Entry | BadLine | None]]:
     """The whole chat, replayed (offsets are ignored: see `INCREMENTAL`). Unreadable records come first."""
     size = path.stat().st_size
-    chat = load_chat(path)
+    chat = load_chat(path, max_line_bytes)
     subagent = _chats_folder(path) is not None and path.parent.name != "chats"
     first = True
     for bad in chat.bad:

@@ -63,6 +63,11 @@ class Entry:
     blocks: list[Block] = field(default_factory=list)
     # Type-specific data: {"pr_number", "pr_url", "repository"}, {"files": [...]}, {"title": ...}.
     extra: dict[str, Any] = field(default_factory=dict)
+    # The version of the agent that wrote the record, when the record says (Claude: every line; Codex:
+    # its session_meta). Records without it take their session's.
+    version: str | None = None
+    # A record of a type the adapter does not know: kept as data, and counted (format drift, `memex stats`).
+    unknown: bool = False
 
     @property
     def text(self) -> str:
@@ -93,3 +98,6 @@ class Transcript:
     # Other files holding the same session that this one supersedes (Gemini keeps a `.json` beside the
     # `.jsonl` it migrated to, and copies of a project folder under its hash and its name).
     aliases: tuple[Path, ...] = ()
+    # What the agent says of a subagent (Claude's `agent-<id>.meta.json`: agentType, description).
+    agent_type: str | None = None
+    description: str | None = None

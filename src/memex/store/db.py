@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
 import sqlite3
 import sys
 from collections.abc import Iterator
@@ -14,6 +16,67 @@ from memex.store.migrations import MIGRATIONS, MIN_COMPATIBLE_VERSION, SCHEMA_VE
 _SIDE_FILES = ("-wal", "-shm")
 # The migrations use DROP COLUMN, RETURNING and MATERIALIZED (SQLite 3.35, March 2021).
 MIN_SQLITE = (3, 35, 0)
+# The store holds every secret the transcripts held: its files are the user's alone (SQLite gives the
+# -wal and -shm files the mode of the database file), and so is a folder memex creates for it.
+FILE_MODE = 0o600
+FOLDER_MODE = 0o700
+# What "read-only" looks like to the operating system (a permission, or a read-only mount).
+_READ_ONLY_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS}
+
+
+def is_read_only_error(error: OSError) -> bool:
+    """Whether `error` says a file or folder cannot be written (not that it is missing or broken)."""
+    return error.errno in _READ_ONLY_ERRNOS
+
+
+def make_private_folder(folder: Path) -> None:
+    """Create `folder` (and its parents) for memex's files, the folder itself readable by its owner only."""
+    folder.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
+
+
+def open_private(path: Path, flags: int = os.O_WRONLY | os.O_APPEND) -> int:
+    """A file descriptor on `path`, the file created with mode 0600 when it does not exist."""
+    return os.open(path, flags | os.O_CREAT, FILE_MODE)
+
+
+def store_writable(path: Path) -> bool:
+    """Whether this process may write the store at `path` (its folder, and the file when it exists):
+    False on a read-only mount or without the permission."""
+    folder = path.parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return False
+    return not path.exists() or os.access(path, os.W_OK)
+
+
+def _check_folder(folder: Path) -> None:
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"MEMEX_HOME {folder} is not a folder: point MEMEX_HOME at a folder")
+
+
+def _prepare_folder(path: Path) -> None:
+    """The store's folder, created if missing; one clear line when it is a file or cannot be written."""
+    folder = path.parent
+    _check_folder(folder)
+    try:
+        make_private_folder(folder)
+    except OSError as exc:
+        raise UserError(f"cannot create MEMEX_HOME {folder}: {exc.strerror or exc}") from None
+    if not store_writable(path):
+        raise UserError(
+            f"MEMEX_HOME {folder} is read-only: this command writes to the store (search, show, sessions, "
+            "stats and computers read it as it is)"
+        )
+
+
+def _make_private(path: Path) -> None:
+    """The database file exists with mode 0600 before SQLite opens it (its -wal and -shm get the same
+    mode); an existing store, or one an older memex left readable by others, is made private."""
+    os.close(open_private(path, os.O_RDWR))
+    for suffix in ("", *_SIDE_FILES):
+        file = Path(str(path) + suffix)
+        with contextlib.suppress(OSError):  # gone meanwhile, or not ours: left as it is
+            if file.stat().st_mode & 0o077:
+                file.chmod(FILE_MODE)
 
 
 def _configure(conn: sqlite3.Connection, busy_timeout_ms: int) -> None:
@@ -86,7 +149,8 @@ def connect(path: Path, busy_timeout_ms: int = 30_000) -> sqlite3.Connection:
         raise StoreError(
             f"memex needs SQLite {'.'.join(map(str, MIN_SQLITE))} or newer; this Python has {sqlite3.sqlite_version}"
         )
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _prepare_folder(path)
+    _make_private(path)
     try:
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         _configure(conn, busy_timeout_ms)
@@ -115,14 +179,45 @@ def connect(path: Path, busy_timeout_ms: int = 30_000) -> sqlite3.Connection:
 
 
 def connect_readonly(path: Path, busy_timeout_ms: int = 30_000) -> sqlite3.Connection:
-    """Open an existing database for reading only (search and show work while a writer is busy)."""
+    """Open an existing database for reading only (search and show work while a writer is busy, and on
+    a store this process cannot write: a read-only mount, another user's folder)."""
+    _check_folder(path.parent)
     if not path.exists():
         raise UserError(f"no memex database at {path} yet: run `memex index` first")
-    conn = connect(path, busy_timeout_ms)  # creates nothing new, but brings an old schema up to date
-    conn.close()
+    if store_writable(path):
+        conn = connect(path, busy_timeout_ms)  # creates nothing new, but brings an old schema up to date
+        conn.close()
+        return _open_readonly(path, busy_timeout_ms)
+    try:
+        conn = _open_readonly(path, busy_timeout_ms)
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+    except (sqlite3.OperationalError, StoreError):
+        # WAL needs its -shm file, which a read-only folder cannot get: nobody can be writing this store
+        # (it cannot create its -wal either), so it is read as an immutable file.
+        conn = _open_readonly(path, busy_timeout_ms, "&immutable=1")
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise StoreError(f"cannot read the database {path}: {exc}") from None
+    if version != SCHEMA_VERSION:
+        conn.close()
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"the database {path} was written by a newer memex (schema {version}, this one knows "
+                f"{SCHEMA_VERSION}); upgrade memex or set MEMEX_HOME elsewhere"
+            )
+        raise StoreError(
+            f"the database {path} has schema {version} and this memex needs {SCHEMA_VERSION}; it is read-only "
+            "here: run any memex command once where it can be written to bring it up to date"
+        )
+    return conn
+
+
+def _open_readonly(path: Path, busy_timeout_ms: int, flags: str = "") -> sqlite3.Connection:
     try:
         conn = sqlite3.connect(
-            f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None, check_same_thread=False
+            f"{path.resolve().as_uri()}?mode=ro{flags}", uri=True, isolation_level=None, check_same_thread=False
         )
         _configure(conn, busy_timeout_ms)
     except sqlite3.DatabaseError as exc:

@@ -436,6 +436,51 @@ MIGRATIONS: list[str] = [
     CREATE INDEX entries_message_id ON entries(message_id)
         WHERE message_id IS NOT NULL AND kind = 'assistant' AND agent_id = '' AND text IS NOT NULL;
     """,
+    # 7: today's agent formats (Claude Code 2.1.330, Codex 0.169, Gemini 0.61). `unknown_records`: the records
+    # of types their agent's adapter does not know (kept as entries too), with the version of the agent that
+    # wrote them, so `memex stats` shows a format change the day it lands; `sessions.agent_version` is the
+    # latest version seen in a session. `subagent_sessions` gains what Claude's `agent-<id>.meta.json` says.
+    # `pr_links` is per stream and per link (a number alone is not unique across repositories): links come
+    # from the agent's own records (`source = 'record'`) and from pull request URLs in tool output and
+    # answers (`source = 'text'`); readers deduplicate by `link_key` (the URL). Title ranks make room for a
+    # subagent's title (the weakest: a session known only through a subagent). Every stream is marked to be
+    # read again, so the next `memex index` applies the new parsers to what is already indexed.
+    """
+    ALTER TABLE sessions ADD COLUMN agent_version TEXT;
+    ALTER TABLE subagent_sessions ADD COLUMN agent_type TEXT;
+    ALTER TABLE subagent_sessions ADD COLUMN description TEXT;
+
+    CREATE TABLE unknown_records (
+        session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
+        agent_id TEXT NOT NULL DEFAULT '',
+        line_index INTEGER NOT NULL,
+        record_type TEXT NOT NULL,
+        agent_version TEXT,
+        PRIMARY KEY (session_id, agent_id, line_index)
+    );
+
+    CREATE TABLE pr_links_v7 (
+        session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
+        agent_id TEXT NOT NULL DEFAULT '',
+        link_key TEXT NOT NULL,
+        pr_number INTEGER NOT NULL,
+        pr_url TEXT,
+        repository TEXT,
+        source TEXT NOT NULL DEFAULT 'record' CHECK (source IN ('record', 'text')),
+        line_index INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (session_id, agent_id, link_key)
+    );
+    INSERT INTO pr_links_v7 (session_id, link_key, pr_number, pr_url, repository)
+        SELECT session_id, coalesce(pr_url, coalesce(repository, '') || '#' || pr_number), pr_number, pr_url,
+            repository FROM pr_links;
+    DROP TABLE pr_links;
+    ALTER TABLE pr_links_v7 RENAME TO pr_links;
+    CREATE INDEX pr_links_pr_number ON pr_links(pr_number);
+
+    UPDATE sessions SET title_rank = title_rank + 1 WHERE title_rank > 0;
+    UPDATE sessions SET file_mtime_ns = -1, head_hash = 'reparse' WHERE file_size IS NOT NULL;
+    UPDATE subagent_sessions SET file_mtime_ns = -1, head_hash = 'reparse';
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -149,7 +149,7 @@ def list_sessions(conn: sqlite3.Connection, filters: Filters, limit: int = 20) -
         "s.transcript_path, "
         "(SELECT count(*) FROM turns t WHERE t.session_id = s.session_id AND t.agent_id = '') AS turns, "
         "(SELECT count(*) FROM subagent_sessions a WHERE a.session_id = s.session_id) AS subagents, "
-        "(SELECT group_concat(pr_number) FROM pr_links p WHERE p.session_id = s.session_id) AS prs "
+        "(SELECT group_concat(DISTINCT pr_number) FROM pr_links p WHERE p.session_id = s.session_id) AS prs "
         f"FROM sessions s{where(clauses)} "
         "ORDER BY s.started_at IS NULL, s.started_at DESC, s.session_id LIMIT ?",
         [*params, limit],
@@ -192,19 +192,14 @@ def get_session(conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
     if row is None:
         raise UserError(f"no session {session_id!r}")
     session = dict(row)
-    session["prs"] = [
-        dict(r)
-        for r in conn.execute(
-            "SELECT pr_number, pr_url, repository FROM pr_links WHERE session_id = ? ORDER BY pr_number",
-            (session_id,),
-        )
-    ]
-    session["subagents"] = [
-        r["agent_id"]
-        for r in conn.execute(
-            "SELECT agent_id FROM subagent_sessions WHERE session_id = ? ORDER BY agent_id", (session_id,)
-        )
-    ]
+    session["prs"] = pull_requests_of(conn, session_id)
+    subagents = conn.execute(
+        "SELECT agent_id, agent_type, description FROM subagent_sessions WHERE session_id = ? ORDER BY agent_id",
+        (session_id,),
+    ).fetchall()
+    session["subagents"] = [r["agent_id"] for r in subagents]
+    # What the agent said of each (Claude Code's agent-<id>.meta.json), where it did.
+    session["subagent_details"] = [dict(r) for r in subagents]
     return session
 
 
@@ -277,7 +272,47 @@ def statistics(conn: sqlite3.Connection, db_path: Path) -> dict[str, Any]:
                 "WHERE last_error IS NOT NULL ORDER BY updated_at DESC LIMIT 5"
             )
         ],
+        "agent_versions": agent_versions(conn),
+        "unknown_record_types": unknown_record_types(conn),
     }
+
+
+def agent_versions(conn: sqlite3.Connection) -> dict[str, dict[str, int]]:
+    """Sessions per agent and version of the agent that wrote them (newest version first)."""
+    versions: dict[str, dict[str, int]] = {}
+    for row in conn.execute(
+        "SELECT agent, coalesce(agent_version, 'unknown') AS version, count(*) AS n FROM sessions "
+        "GROUP BY agent, version ORDER BY agent, max(coalesce(started_at, '')) DESC, version DESC"
+    ):
+        versions.setdefault(row["agent"], {})[row["version"]] = row["n"]
+    return versions
+
+
+def unknown_record_types(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Format drift: records of types their agent's adapter does not know, per agent, version and type."""
+    return [
+        dict(r)
+        for r in conn.execute(
+            "SELECT s.agent, coalesce(u.agent_version, s.agent_version) AS version, u.record_type, "
+            "count(*) AS records, count(DISTINCT u.session_id) AS sessions, "
+            "max(coalesce(s.ended_at, s.started_at)) AS last_seen "
+            "FROM unknown_records u JOIN sessions s ON s.session_id = u.session_id "
+            "GROUP BY s.agent, version, u.record_type ORDER BY last_seen DESC, records DESC, s.agent, u.record_type"
+        )
+    ]
+
+
+def pull_requests_of(conn: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
+    """A session's pull requests, each once (by URL): those the agent recorded first, then as first seen."""
+    return [
+        dict(r)
+        for r in conn.execute(
+            "SELECT pr_number, pr_url, repository, CASE WHEN min(source != 'record') THEN 'text' ELSE 'record' END "
+            "AS source FROM pr_links WHERE session_id = ? GROUP BY link_key "
+            "ORDER BY min(source != 'record'), min(agent_id != ''), min(line_index), pr_number",
+            (session_id,),
+        )
+    ]
 
 
 def latest_session_in(conn: sqlite3.Connection, folder: str) -> str | None:

@@ -12,7 +12,10 @@
 | `watch` | noticing changed transcripts (a polling scan, debounced) |
 | `signals` | a Stop hook telling the daemon that a session just stopped |
 | `token` | the API's bearer token |
-| `api`, `client` | the daemon's HTTP API and its client |
+| `api` | what the daemon's HTTP API answers (search, a mirror, a transcript's file), server-free |
+| `server` | serving it: Starlette on uvicorn, worker threads, deadlines for slow clients |
+| `readers` | the pool of read-only store connections the API's workers borrow |
+| `client` | the client of another computer's API |
 | `remote` | what the CLI asks another computer (`--computer`, `--raw`) |
 | `daemon` | the loop that ties it together (`memex daemon`) |
 """

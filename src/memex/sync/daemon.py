@@ -12,7 +12,10 @@ Each pass (`Daemon.run_once`):
 
 The clock is injected: tests drive the loop in-process with a fake clock, one pass at a time. The daemon
 never stops on an error: a Redis outage is the link's business (logged once), anything else is logged
-(at most every few minutes per kind) and the next pass tries again.
+(at most every few minutes per kind) and the next pass tries again. A transcript that cannot be ingested
+fails alone: it is logged and tried again later, each time twice as late (up to an hour), while every
+other file is ingested as usual; the start-up index, when it cannot finish (a locked store), is retried
+at the next pass, and the daemon starts anyway.
 """
 
 from __future__ import annotations
@@ -31,15 +34,16 @@ import memex
 from memex.config import Config
 from memex.errors import UserError
 from memex.ingest.indexer import default_roots, discover, index_transcripts
-from memex.ingest.pipeline import ingest_transcript
+from memex.ingest.pipeline import failed_report, ingest_transcript, is_store_failure
 from memex.sources import ADAPTERS
+from memex.sources.files import Skipped, safe_resolve
 from memex.store.db import connect
 from memex.sync import outbox
-from memex.sync.api import ApiServer
 from memex.sync.heartbeat import ComputerInfo, announce, iso, registry, remember, withdraw
 from memex.sync.inbox import Consumer
 from memex.sync.keys import Keys
 from memex.sync.link import OUTAGE_ERRORS, RedisLink
+from memex.sync.server import ApiServer
 from memex.sync.signals import PID_FILE, take_stops
 from memex.sync.token import ensure_token
 from memex.sync.watch import Watcher
@@ -54,6 +58,11 @@ MAX_BATCHES_PER_PASS = 50
 DUE_RECHECK_SECONDS = 60.0
 # The same error is logged again after this long, not at every pass.
 ERROR_LOG_INTERVAL_S = 300.0
+# A transcript whose ingest failed is tried again after this long, twice as long after each further
+# failure, up to the maximum: a file that can never be read costs one attempt an hour, and a file that was
+# only briefly unreadable (permissions being fixed, a copy in progress) is caught up within a minute.
+RETRY_FIRST_SECONDS = 30.0
+RETRY_MAX_SECONDS = 3_600.0
 
 Task = Callable[[], Any]
 
@@ -105,6 +114,8 @@ class Daemon:
         self._connection_seen = 0
         self._errors: dict[str, float] = {}
         self._lock: IO[str] | None = None
+        self._failures: dict[str, int] = {}  # transcript path -> ingest failures in a row
+        self._index_pending = False  # the start-up index has yet to complete
 
     # --- life cycle --------------------------------------------------------------------------------
 
@@ -115,7 +126,8 @@ class Daemon:
         token = ensure_token(self.config)
         self.watcher.baseline()  # before the index: a change made during it is seen by the next scan
         if index:
-            self.index_all()
+            self._index_pending = True
+            self._guard("index", self.index_all)  # a locked store: the next pass tries again
         if self.serve_api:
             self.api = ApiServer(self.config, token)
             self.api.start()
@@ -123,8 +135,14 @@ class Daemon:
 
     def index_all(self) -> None:
         """Ingest every transcript that changed since the last run (the first run is the backfill)."""
-        transcripts = discover(self.roots)
-        report = index_transcripts(self.conn, self.config, transcripts, workers=self.config.index_workers)
+        skipped: list[Skipped] = []
+        transcripts = discover(self.roots, skipped)
+        report = index_transcripts(
+            self.conn, self.config, transcripts, workers=self.config.index_workers, skipped=skipped
+        )
+        self._index_pending = False
+        for failed in report.failed:
+            self._file_failed(failed.path, failed.reason)
         if report.files_changed:
             log.info(
                 "indexed %d changed transcripts of %d (%d turns) in %.1f s",
@@ -179,6 +197,8 @@ class Daemon:
         (or sleeps, when Redis is away)."""
         report = PassReport()
         now = self.clock()
+        if self._index_pending:
+            self._guard("index", self.index_all)
         if now >= self._next_scan:
             self._guard("scan", self.watcher.scan)
             self._next_scan = now + self.config.daemon_scan_seconds
@@ -231,14 +251,29 @@ class Daemon:
         for number, transcript in enumerate(ready):
             try:
                 report = ingest_transcript(self.conn, self.config, transcript)
-            except Exception:  # a locked store, a file that cannot be read: these wait for the next pass
-                for waiting in ready[number:]:
-                    self.watcher.retry(waiting.path)
-                raise
+            except Exception as exc:
+                if is_store_failure(exc):  # locked, full: every file waits for the next pass
+                    for waiting in ready[number:]:
+                        self.watcher.retry(waiting.path)
+                    raise
+                report = failed_report(transcript, exc)  # this file alone: tried again later
+            if report.status == "failed":
+                self._file_failed(transcript.path, report.error or "failed")
+                continue
+            self._failures.pop(str(safe_resolve(transcript.path)), None)
             if report.status != "missing":
                 self._touch(report.session_id, self.clock())
             count += report.status not in ("unchanged", "missing")
         return count
+
+    def _file_failed(self, path: Path, reason: str) -> None:
+        """Log a transcript that could not be ingested and ask for it again later, with back-off."""
+        key = str(safe_resolve(path))
+        failures = self._failures.get(key, 0) + 1
+        self._failures[key] = failures
+        delay = min(RETRY_MAX_SECONDS, RETRY_FIRST_SECONDS * 2 ** min(failures - 1, 20))
+        log.warning("cannot ingest %s: %s (attempt %d; next in %.0f s)", path, reason, failures, delay)
+        self.watcher.retry(path, after=delay)
 
     def _take_signals(self) -> None:
         for stop in take_stops(self.config.home):
@@ -246,7 +281,7 @@ class Daemon:
             if stop["transcript_path"]:
                 row = self.conn.execute(
                     "SELECT session_id FROM sessions WHERE transcript_path = ?",
-                    (str(Path(stop["transcript_path"]).resolve()),),
+                    (str(safe_resolve(Path(stop["transcript_path"]))),),
                 ).fetchone()
             self._stopped.add(row["session_id"] if row else str(stop["session_id"]))
             self._dirty = True

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memex.sources import adapter
+from memex.sources.files import safe_resolve
 from memex.sources.model import Transcript
 
 # Which files under an agent's folder may be transcripts (the adapter decides for sure).
@@ -50,8 +51,8 @@ def _stat_tree(root: Path, agent: str) -> dict[str, tuple[int, int]]:
     found: dict[str, tuple[int, int]] = {}
     if root.is_file():
         stat = root.stat()
-        return {str(root.resolve()): (stat.st_size, stat.st_mtime_ns)}
-    folders = [str(root.resolve())]
+        return {str(safe_resolve(root)): (stat.st_size, stat.st_mtime_ns)}
+    folders = [str(safe_resolve(root))]
     while folders:
         try:
             entries = list(os.scandir(folders.pop()))
@@ -89,6 +90,7 @@ class Watcher:
         self._changes: dict[str, _Change] = {}
         self._transcripts: dict[str, Transcript] = {}
         self._rediscovered: dict[str, float] = {}  # agent -> when its folders were last listed again
+        self._not_before: dict[str, float] = {}  # path -> when a file whose ingest failed may be tried again
 
     def _scan_files(self) -> dict[str, tuple[int, int]]:
         found: dict[str, tuple[int, int]] = {}
@@ -123,10 +125,16 @@ class Watcher:
         self._seen = current
         return changed
 
-    def retry(self, path: Path) -> None:
-        """Report a file again at the next `ready()` (its ingest failed)."""
+    def retry(self, path: Path, after: float = 0.0) -> None:
+        """Report a file again (its ingest failed): at the next `ready()`, or once `after` seconds have
+        passed; until then its changes wait, and every other file is reported as usual."""
         now = self.clock()
-        self._changes[str(path.resolve())] = _Change(now - self.debounce_max, now - self.debounce)
+        key = str(safe_resolve(path))
+        self._changes[key] = _Change(now - self.debounce_max, now - self.debounce)
+        if after > 0:
+            self._not_before[key] = now + after
+        else:
+            self._not_before.pop(key, None)
 
     @property
     def pending(self) -> int:
@@ -139,8 +147,11 @@ class Watcher:
         ready = [
             path
             for path, change in self._changes.items()
-            if now - change.last >= self.debounce or now - change.first >= self.debounce_max
+            if (now - change.last >= self.debounce or now - change.first >= self.debounce_max)
+            and self._not_before.get(path, now) <= now
         ]
+        for path in ready:
+            self._not_before.pop(path, None)
         transcripts = []
         for path in ready:
             transcript = self._transcript(path)
@@ -171,5 +182,5 @@ class Watcher:
             return _LATER
         self._rediscovered[agent] = now
         for transcript in adapter(agent).discover(self.roots[agent]):
-            self._transcripts.setdefault(str(transcript.path.resolve()), transcript)
+            self._transcripts.setdefault(str(safe_resolve(transcript.path)), transcript)
         return self._transcripts.get(path)

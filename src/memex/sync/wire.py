@@ -14,9 +14,7 @@ from typing import Any
 
 import orjson
 
-from memex.ingest.mirrors import LABELS, Mirror, content_hash
-from memex.ingest.mirrors import _render as render_messages
-from memex.sync.redact import redact
+from memex.ingest.mirrors import LABELS, Mirror, redact_mirror
 
 # Version of the payload layout; a receiver skips (and acknowledges) payloads of a version it does not know.
 WIRE_FORMAT = 1
@@ -29,38 +27,15 @@ class WireError(ValueError):
     """A payload that cannot be read as a mirror."""
 
 
+__all__ = ["WIRE_FORMAT", "Envelope", "WireError", "decode", "encode", "prepare", "redact_mirror"]
+
+
 @dataclass
 class Envelope:
     """A mirror received from another computer, with the time its computer last changed it."""
 
     mirror: Mirror
     updated_at: str
-
-
-def redact_mirror(mirror: Mirror) -> tuple[Mirror, int]:
-    """A copy of `mirror` with secrets replaced by markers (message by message, so the spans stay right),
-    and how many were replaced."""
-    spans = mirror.metadata.get("messages")
-    total = 0
-    if spans:
-        clean = []
-        for message in mirror.messages():
-            text, count = redact(message["text"])
-            total += count
-            clean.append([message["role"], text, message["timestamp"]])
-        conversation, spans = render_messages(clean)
-    else:
-        conversation, total = redact(mirror.conversation_text)
-    title = mirror.title
-    if title:
-        title, count = redact(title)
-        total += count
-    metadata = {**mirror.metadata, "redacted": total}
-    if spans:
-        metadata["messages"] = spans
-    clean_mirror = dataclasses.replace(mirror, title=title, conversation_text=conversation, metadata=metadata)
-    clean_mirror.content_hash = content_hash(clean_mirror)
-    return clean_mirror, total
 
 
 def encode(mirror: Mirror, updated_at: str) -> bytes:

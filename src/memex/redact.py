@@ -1,0 +1,244 @@
+"""Secrets in text: where they are, their redaction, and cuts that never fall inside one.
+
+Each rule names a kind of secret; a match is replaced by `[REDACTED:<kind>]`. Rules favour precision on
+well-known token formats (provider prefixes, PEM blocks, JWTs, credentials in URLs and headers) and catch
+generic `password = …` / `api_key: …` / `*_TOKEN=…` assignments whose value looks like a secret.
+
+Redaction works on a whole text: every rule finds its matches in the original, overlapping matches are
+merged, and each merged span is replaced once. A text about to be cut is redacted (or its secrets located)
+before the cut, never after: a piece of a key that a cut separated from its `BEGIN` line, or the first
+half of a token, is no longer recognisable (`redact_slice`, `clear_cut`).
+
+Standard library only, and cheap on text without secrets: each rule lists strings every match contains,
+and a text holding none of them is not searched with that rule.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from typing import NamedTuple
+
+
+@dataclass(frozen=True)
+class Rule:
+    kind: str
+    source: str  # the pattern; compiled when first needed (a hook that cuts a title pays for few rules)
+    # The groups that hold the secret, the first that matched is redacted (empty: the whole match).
+    groups: tuple[int, ...] = ()
+    # Every match contains one of these (compared with the case-folded text when the pattern ignores
+    # case): a text without any is skipped without running the pattern, which is what makes redaction
+    # fast (most texts hold no secret). Empty: the rule always runs (its pattern is anchored cheaply).
+    triggers: tuple[str, ...] = ()
+
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile(self.source)
+
+    @property
+    def ignores_case(self) -> bool:
+        return self.source.startswith("(?i)")
+
+
+class Span(NamedTuple):
+    """A secret's place in a text: [start, end) and its kind."""
+
+    start: int
+    end: int
+    kind: str
+
+
+def _rule(kind: str, pattern: str, triggers: tuple[str, ...], *groups: int) -> Rule:
+    return Rule(kind, pattern, groups, triggers)
+
+
+_PEM_LABEL = r"(?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?"
+# A value in an assignment: quoted (spaces allowed inside), or a run without spaces or separators.
+_VALUE = r"""(?:"([^"\n]{4,})"|'([^'\n]{4,})'|([^\s"',;]{8,}))"""
+# Placeholders are not secrets (and a marker is never redacted twice).
+_NOT_PLACEHOLDER = (
+    r"""(?!["']?(?:\$\{|\$\(|<|\*{3}|your[_\-]|xxx|changeme|\[?REDACTED|null\b|none\b|true\b|false\b|"""
+    # …nor is a reference to where the secret is kept (`apiKey: process.env.API_KEY`, `self.config.key`).
+    r"""(?:process\.)?env\.|os\.(?:environ|getenv)|getenv\(|this\.|self\.|config\.|settings\.))"""
+)
+
+RULES: tuple[Rule, ...] = (
+    # --- keys -------------------------------------------------------------------------------------------
+    _rule("private-key", rf"-----BEGIN {_PEM_LABEL}-----[\s\S]*?(?:-----END {_PEM_LABEL}-----|\Z)", ("PRIVATE KEY",)),
+    # The end of a key whose BEGIN line is not in this text: its body lines up to the END line.
+    _rule(
+        "private-key",
+        rf"(?<![A-Za-z0-9+/=])(?:[A-Za-z0-9+/=]{{16,}}(?:\\r\\n|\\n|\r?\n))+[A-Za-z0-9+/=]*-----END {_PEM_LABEL}-----",
+        ("PRIVATE KEY",),
+    ),
+    _rule("private-key", r"PuTTY-User-Key-File-\d+:[\s\S]*?(?:Private-MAC: [0-9a-fA-F]+|\Z)", ("PuTTY-User-Key",)),
+    # Key material without any header: three or more lines of 60 to 80 base64 characters (PEM and
+    # OpenSSH bodies are 64 and 70 wide), as left by a cut or pasted alone.
+    _rule("key-material", r"(?m)^[ \t]*(?:[A-Za-z0-9+/]{60,80}={0,2}[ \t]*(?:\r?\n[ \t]*|\Z)){3,}", ()),
+    # --- provider tokens ----------------------------------------------------------------------------
+    _rule("anthropic-key", r"\bsk-ant-[a-z]{2,8}\d{2}-[A-Za-z0-9_\-]{20,}", ("sk-ant-",)),
+    _rule(
+        "openai-key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}T3BlbkFJ[A-Za-z0-9_\-]{20,}", ("T3BlbkFJ",)
+    ),
+    _rule("openai-key", r"\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{40,}", ("sk-",)),
+    # OpenAI's older keys and the OpenAI-compatible providers' (DeepSeek, OpenRouter, Moonshot…).
+    _rule("api-key", r"\bsk-(?:or-v\d-)?[A-Za-z0-9]{32,}(?![A-Za-z0-9_\-])", ("sk-",)),
+    _rule("github-token", r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}\b", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    _rule("github-token", r"\bgithub_pat_[A-Za-z0-9_]{60,}\b", ("github_pat_",)),
+    _rule("gitlab-token", r"\bgl(?:pat|ptt|dt|rt|cbt|ft|imt|oas|soat|agent)-[A-Za-z0-9_\-]{20,}", ("gl",)),
+    _rule("aws-access-key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b", ("AKIA", "ASIA", "ABIA", "ACCA")),
+    _rule(
+        "aws-secret-key",
+        r"(?i)\baws_?secret_?access_?key\b[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
+        ("secret",),
+        1,
+    ),
+    _rule("google-api-key", r"\bAIza[0-9A-Za-z_\-]{35}\b", ("AIza",)),
+    _rule("google-oauth-token", r"\bya29\.[0-9A-Za-z_\-]{20,}", ("ya29.",)),
+    _rule("google-client-secret", r"\bGOCSPX-[A-Za-z0-9_\-]{20,}", ("GOCSPX-",)),
+    _rule("slack-token", r"\bxox[abposre]-[A-Za-z0-9\-]{10,}", ("xox",)),
+    _rule("slack-token", r"\bxapp-\d-[A-Za-z0-9\-]{10,}", ("xapp-",)),
+    _rule(
+        "slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_\-]+", ("hooks.slack",)
+    ),
+    _rule("stripe-key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,}\b", ("_live_", "_test_")),
+    _rule("stripe-webhook-secret", r"\bwhsec_[A-Za-z0-9+/=]{24,}", ("whsec_",)),
+    _rule("sendgrid-key", r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}\b", ("SG.",)),
+    _rule("huggingface-token", r"\bhf_[A-Za-z0-9]{34,}\b", ("hf_",)),
+    _rule("npm-token", r"\bnpm_[A-Za-z0-9]{36}\b", ("npm_",)),
+    _rule("pypi-token", r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}", ("pypi-AgEIcHlwaS5vcmc",)),
+    _rule("twilio-key", r"\bSK[0-9a-fA-F]{32}\b", ("SK",)),
+    _rule("mailgun-key", r"\bkey-[0-9a-f]{32}\b", ("key-",)),
+    _rule("digitalocean-token", r"\bdo[opr]_v1_[a-f0-9]{64}\b", ("_v1_",)),
+    _rule("shopify-token", r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b", ("shp",)),
+    _rule("databricks-token", r"\bdapi[a-f0-9]{32}(?:-\d+)?\b", ("dapi",)),
+    _rule("atlassian-token", r"\bATATT3[A-Za-z0-9_\-=]{50,}", ("ATATT3",)),
+    _rule("docker-token", r"\bdckr_(?:pat|oat)_[A-Za-z0-9_\-]{20,}", ("dckr_",)),
+    _rule("vault-token", r"\bhv[sbr]\.[A-Za-z0-9_\-]{24,}", ("hvs.", "hvb.", "hvr.")),
+    _rule("terraform-token", r"\b[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_\-=]{60,}", (".atlasv1.",)),
+    _rule("telegram-bot-token", r"\b\d{8,10}:AA[A-Za-z0-9_\-]{33}\b", (":AA",)),
+    _rule("discord-token", r"\b[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}\b", ()),
+    _rule("azure-storage-key", r"(?i)\bAccountKey=([A-Za-z0-9+/=]{40,})", ("accountkey=",), 1),
+    _rule("azure-sas-signature", r"[?&]sig=([A-Za-z0-9%+/=]{20,})", ("sig=",), 1),
+    _rule("jwt", r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}", ("eyJ",)),
+    # --- headers, URLs, command lines --------------------------------------------------------------
+    _rule("bearer-token", r"(?i)\bbearer\s+([A-Za-z0-9_\-\.=+/~]{20,})", ("bearer",), 1),
+    _rule(
+        "authorization",
+        r"(?i)\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|digest|negotiate|apikey)\s+"
+        r"([A-Za-z0-9_\-\.=+/~]{8,})|((?=[A-Za-z0-9_\-\.=+/~]*\d)[A-Za-z0-9_\-\.=+/~]{12,}))",
+        ("authorization",),
+        1,
+        2,
+    ),
+    # scheme://user:password@host: the user and the host stay. The password may hold any character but a
+    # space, `@` and `/` included: it runs to the last `@` of the URL that a host follows (not a port:
+    # `http://localhost:5173/@vite/client` holds no password).
+    _rule(
+        "url-password",
+        r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]{0,256}:(?!\d{1,5}/)(\S{1,256})@(?=\[?[A-Za-z0-9_.\-:%]+\]?(?:[:/?#\s\"'`<>),;\]]|$))",
+        ("://",),
+        1,
+    ),
+    _rule(
+        "password-flag",
+        r"(?i)(?:^|(?<=\s))--?(?:password|passwd|pass|token|api-key|apikey|secret|client-secret|auth-token)"
+        r"(?:=|\s+)" + _NOT_PLACEHOLDER + r"[\"']?([^\s\"']{4,})",
+        ("pass", "token", "api", "secret"),
+        1,
+    ),
+    _rule("netrc-password", r"\bmachine\s+\S+\s+login\s+\S+\s+password\s+(\S+)", ("machine",), 1),
+    # password = "…", api_key: …, client_secret=… (a value of 8+ characters, or quoted, not a placeholder)
+    _rule(
+        "secret-assignment",
+        r"(?i)(?:password|passwd|pwd|secret|api[_\-]?key|apikey|access[_\-]?key|access[_\-]?token|"
+        r"auth[_\-]?token|client[_\-]?secret|private[_\-]?key)[\w.\-]{0,64}[\"']?\s*[:=]\s*"
+        + _NOT_PLACEHOLDER
+        + _VALUE,
+        ("passw", "pwd", "secret", "api", "key", "token", "private"),
+        1,
+        2,
+        3,
+    ),
+    # GITHUB_TOKEN=…, "token": "…" (letters and digits, 12+: not a word, not a number)
+    _rule(
+        "token-assignment",
+        r"(?i)(?<![a-z0-9])tokens?[\"']?\s*[:=]\s*[\"']?"
+        r"((?=[^\s\"',;]*[A-Za-z])(?=[^\s\"',;]*\d)[^\s\"',;]{12,})",
+        ("token",),
+        1,
+    ),
+)
+
+
+def secret_spans(text: str) -> list[Span]:
+    """Where the secrets of `text` are: sorted, overlapping matches merged (the first rule names it)."""
+    found: list[Span] = []
+    folded: str | None = None
+    for rule in RULES:
+        if rule.triggers:
+            if rule.ignores_case:
+                folded = text.casefold() if folded is None else folded
+                haystack = folded
+            else:
+                haystack = text
+            if not any(trigger in haystack for trigger in rule.triggers):
+                continue
+        for match in rule.pattern.finditer(text):
+            group = next((g for g in rule.groups if match.group(g) is not None), 0)
+            start, end = match.span(group)
+            if end > start:
+                found.append(Span(start, end, rule.kind))
+    return _merged(found)
+
+
+def _merged(spans: list[Span]) -> list[Span]:
+    spans.sort(key=lambda s: (s.start, -s.end))
+    merged: list[Span] = []
+    for span in spans:
+        if merged and span.start < merged[-1].end:
+            last = merged[-1]
+            merged[-1] = Span(last.start, max(last.end, span.end), last.kind)
+        else:
+            merged.append(span)
+    return merged
+
+
+def _marker(kind: str) -> str:
+    return f"[REDACTED:{kind}]"
+
+
+def redact(text: str) -> tuple[str, int]:
+    """`text` with every secret replaced by `[REDACTED:<kind>]`, and how many were replaced."""
+    return redact_slice(text, 0, len(text))
+
+
+def redact_slice(text: str, start: int, end: int) -> tuple[str, int]:
+    """`text[start:end]` redacted as a part of `text`: a secret that begins before the slice or ends
+    after it is still recognised (from the whole text) and its piece in the slice replaced."""
+    spans = [s for s in secret_spans(text) if s.end > start and s.start < end]
+    parts: list[str] = []
+    at = start
+    for span in spans:
+        parts.append(text[at : max(at, span.start)])
+        parts.append(_marker(span.kind))
+        at = max(at, span.end)
+    parts.append(text[at:end])
+    return "".join(parts), len(spans)
+
+
+def clear_cut(text: str, limit: int) -> int:
+    """Where to cut `text` to at most `limit` characters without cutting a secret in two: `limit`, or the
+    start of the secret that crosses it (the secret then goes whole with the part cut off)."""
+    if limit >= len(text):
+        return len(text)
+    for span in secret_spans(text[: limit + CUT_LOOKAHEAD]):
+        if span.start < limit < span.end:
+            return span.start
+    return limit
+
+
+# How far past a cut `clear_cut` looks for the end of a secret that crosses it: longer than any token
+# (a private key longer than that is still found: its rule matches to the end of the text it is given).
+CUT_LOOKAHEAD = 2_048

@@ -1,0 +1,121 @@
+"""Finding and opening transcript files safely: regular files only, never a read that can hang or run on.
+
+A folder can hold anything with a transcript's name: a FIFO (opening it waits for a writer forever), a
+symbolic link to `/dev/zero` (reading it never ends), a link loop, a file this user may not read, a folder
+named `x.jsonl`. Discovery takes regular files only and says why it passed over the others; every read of
+a transcript opens it through `open_regular`, so a file swapped for something else after discovery fails
+at once instead of hanging.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+FOLDER = "is a folder"
+_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A file discovery passed over, and why (it looked like a transcript but cannot be one)."""
+
+    path: Path
+    reason: str
+
+
+class NotRegularFile(OSError):
+    """The path is not a regular file (a FIFO, a device, a socket, a folder)."""
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return FOLDER
+    return f"not a regular file ({_KINDS.get(stat.S_IFMT(mode), 'a special file')})"
+
+
+def reason_of(exc: BaseException) -> str:
+    """One readable line for why a file could not be read."""
+    if isinstance(exc, NotRegularFile):
+        return str(exc.strerror)
+    if isinstance(exc, OSError):
+        if exc.errno == errno.ELOOP:
+            return "symbolic link loop"
+        return f"cannot be read: {exc.strerror or exc}"
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """Open `path` for binary reading if it is a regular file; raises OSError (NotRegularFile) otherwise.
+
+    The file is opened without blocking (a FIFO would wait for a writer) and checked on the open
+    descriptor, so it cannot be swapped between the check and the read.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(errno.EINVAL, _kind(mode), str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def problem(path: Path) -> str | None:
+    """None when `path` is a regular file this process can open; otherwise why it cannot be a transcript."""
+    try:
+        with open_regular(path):
+            return None
+    except OSError as exc:
+        if exc.errno == errno.ENOENT and os.path.islink(path):
+            return "broken symbolic link"
+        return reason_of(exc)
+
+
+def safe_resolve(path: Path) -> Path:
+    """`path` made absolute with its links resolved, as far as they resolve (never raises on a loop)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return Path(os.path.abspath(path))
+
+
+def candidates(
+    roots: Iterable[Path],
+    pattern: str,
+    keep: Callable[[Path], bool] = lambda _: True,
+    skipped: list[Skipped] | None = None,
+) -> Iterator[tuple[Path, bool]]:
+    """The regular files under `roots` whose name matches `pattern` and that `keep` accepts, each as
+    (path, given by hand). A root that is a file is taken as given; a root that does not exist is passed
+    over silently (an agent that was never used has no folder). Files that look like transcripts but are
+    not regular files, or cannot be opened, go to `skipped`; folders named like files are searched."""
+    for root in roots:
+        if os.path.isdir(root):
+            for path in sorted(root.rglob(pattern)):
+                if not keep(path):
+                    continue
+                reason = problem(path)
+                if reason is None:
+                    yield path, False
+                elif reason != FOLDER and skipped is not None:
+                    skipped.append(Skipped(path, reason))
+        elif os.path.lexists(root):
+            reason = problem(root)
+            if reason is None:
+                yield root, True
+            elif skipped is not None:
+                skipped.append(Skipped(root, reason))

@@ -1,0 +1,55 @@
+"""Search hits as the HTTP API sends them to another computer: redacted from their whole texts.
+
+A hit carries pieces cut from longer texts: the chunk that matched (a slice of its turn), an excerpt,
+the message around a mirror's match. A secret the cut split (a key body without its `BEGIN` line, the
+second half of a token) is no longer recognisable in the piece, so every piece is redacted as a part of
+the whole text it was cut from, or cut again from the redacted whole.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from memex.ingest.mirrors import mirror_from_row, redact_mirror
+from memex.redact import redact, redact_slice
+from memex.search.mirrors import excerpt, message_context
+
+# Whole texts of a hit, redacted as they are.
+_WHOLE_FIELDS = ("prompt_text", "title", "tool_summary")
+
+
+def redacted_hit(conn: sqlite3.Connection, hit: dict[str, Any], query: str) -> dict[str, Any]:
+    """A copy of a search result (`memex search --json` shape) fit to leave this computer."""
+    clean = dict(hit)
+    if hit.get("source") == "mirror":
+        _mirror_pieces(conn, clean, query)
+    else:
+        _turn_pieces(clean, query)
+    for name in _WHOLE_FIELDS:
+        if isinstance(clean.get(name), str):
+            clean[name] = redact(clean[name])[0]
+    return clean
+
+
+def _turn_pieces(hit: dict[str, Any], query: str) -> None:
+    full = hit.get("full_text") or ""
+    chunk = hit.get("matched_chunk") or ""
+    redacted_full = redact(full)[0]
+    at = full.find(chunk) if chunk else -1
+    if at >= 0:  # a chunk: a slice of the turn's text
+        hit["matched_chunk"] = redact_slice(full, at, at + len(chunk))[0]
+    else:  # an excerpt (whitespace folded), or a chunk no longer in the text: cut again from the clean text
+        hit["matched_chunk"] = excerpt(redacted_full, query)
+    hit["full_text"] = redacted_full
+
+
+def _mirror_pieces(conn: sqlite3.Connection, hit: dict[str, Any], query: str) -> None:
+    row = conn.execute("SELECT * FROM mirrors WHERE id = ?", (hit.get("mirror_id"),)).fetchone()
+    if row is None:  # gone meanwhile: nothing of it is sent
+        hit["full_text"] = hit["matched_chunk"] = ""
+        return
+    mirror, _ = redact_mirror(mirror_from_row(row))
+    text, spans = mirror.conversation_text, mirror.metadata.get("messages", [])
+    hit["full_text"] = message_context(text, spans, query)
+    hit["matched_chunk"] = excerpt(text, query)

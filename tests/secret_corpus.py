@@ -1,0 +1,161 @@
+"""A corpus of secrets in the formats providers issue and people paste: fake values (built at run time
+from a seeded generator, never real), each in the context it is usually seen in, with the part that must
+never leave the computer (`core`). Used by the redaction tests and by the tests of every outbound path.
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+import string
+from dataclasses import dataclass
+
+rng = random.Random(2026)
+ALNUM = string.ascii_letters + string.digits
+UPPER = string.ascii_uppercase + string.digits
+HEX = "0123456789abcdef"
+B64 = ALNUM + "+/"
+URLSAFE = ALNUM + "-_"
+# A window of this many characters of a secret's core found anywhere counts as a leak.
+WINDOW = 12
+
+
+def token(alphabet: str, n: int) -> str:
+    return "".join(rng.choice(alphabet) for _ in range(n))
+
+
+@dataclass(frozen=True)
+class Secret:
+    name: str  # the format
+    text: str  # how it appears in a transcript
+    core: str  # what must never leave (random: found elsewhere only by leaking)
+    kind: str | None = None  # the marker it is replaced by, when one is expected
+
+    def leaked_in(self, blob: str) -> str | None:
+        """A piece of the core that is in `blob` (None when none is)."""
+        for start in range(0, max(1, len(self.core) - WINDOW + 1)):
+            piece = self.core[start : start + WINDOW]
+            if piece in blob:
+                return piece
+        return None
+
+
+def pem(label: str, lines: int = 12, width: int = 64) -> tuple[str, str]:
+    body = "\n".join(token(B64, width) for _ in range(lines - 1)) + "\n" + token(B64, 40) + "=="
+    return f"-----BEGIN {label}-----\n{body}\n-----END {label}-----", body
+
+
+def _corpus() -> list[Secret]:
+    found: list[Secret] = []
+
+    def add(name: str, text: str, core: str, kind: str | None = None) -> None:
+        found.append(Secret(name, text, core, kind))
+
+    v = token(URLSAFE, 93) + "AA"
+    add("anthropic api key", f"ANTHROPIC_API_KEY=sk-ant-api03-{v}", v, "anthropic-key")
+    v = token(URLSAFE, 95)
+    add("anthropic oauth access token", f'"accessToken": "sk-ant-oat01-{v}"', v, "anthropic-key")
+    v = token(URLSAFE, 95)
+    add("anthropic oauth refresh token", f'"refreshToken": "sk-ant-ort01-{v}"', v, "anthropic-key")
+    v = token(URLSAFE, 80)
+    add("anthropic admin key", f"admin key sk-ant-admin01-{v} for the org", v, "anthropic-key")
+    v = token(URLSAFE, 74) + "T3BlbkFJ" + token(URLSAFE, 74)
+    add("openai project key", f"export OPENAI_API_KEY=sk-proj-{v}", v, "openai-key")
+    v = token(ALNUM, 48)
+    add("openai legacy key", f"openai.api_key = 'sk-{v}'", v)
+    v = token(HEX, 64)
+    add("openrouter key", f"OPENROUTER_API_KEY=sk-or-v1-{v}", v)
+    v = token(HEX, 32)
+    add("deepseek key", f"the key sk-{v} works", v)
+    v = token(ALNUM, 36)
+    add("github classic token", f"git remote set-url origin https://x:ghp_{v}@github.com/o/r", v)
+    v = token(ALNUM, 36)
+    add("github oauth token", f"gh auth token -> gho_{v}", v, "github-token")
+    v = token(ALNUM, 22) + "_" + token(ALNUM, 59)
+    add("github fine-grained token", f"GH_TOKEN=github_pat_{v}", v)
+    v = token(URLSAFE, 20)
+    add("gitlab token", f"PRIVATE-TOKEN: glpat-{v}", v)
+    v = token(UPPER, 16)
+    add("aws access key id", f"aws_access_key_id = AKIA{v}", v, "aws-access-key")
+    v = token(ALNUM + "/+", 40)
+    add("aws secret access key", f"aws_secret_access_key = {v}", v)
+    v = token(URLSAFE, 35)
+    add("google api key", f"https://maps.googleapis.com/maps/api/geocode/json?key=AIza{v}", v)
+    v = token(URLSAFE, 120)
+    add("google oauth access token", f"access token ya29.{v}", v)
+    v = token(URLSAFE, 28)
+    add("google oauth client secret", f'"client_secret":"GOCSPX-{v}"', v)
+    v = token("0123456789", 12) + "-" + token(ALNUM, 24)
+    add("slack bot token", f"SLACK_BOT_TOKEN=xoxb-{token('0123456789', 11)}-{v}", v, "slack-token")
+    v = token(ALNUM, 24)
+    hook = f"https://hooks.slack.com/services/T0{token(UPPER, 8)}/B0{token(UPPER, 8)}/{v}"
+    add("slack webhook", f"curl -X POST {hook}", v)
+    v = token(ALNUM, 24)
+    add("stripe secret key", f"stripe.api_key = 'sk_live_{v}'", v, "stripe-key")
+    v = token(ALNUM, 32)
+    add("stripe webhook secret", f"STRIPE_WEBHOOK_SECRET=whsec_{v}", v)
+    v = token(URLSAFE, 22) + "." + token(URLSAFE, 43)
+    add("sendgrid key", f"SENDGRID_API_KEY=SG.{v}", v)
+    v = token(ALNUM, 34)
+    add("hugging face token", f"huggingface-cli login --token hf_{v}", v)
+    v = token(ALNUM, 36)
+    add("npm token", f"//registry.npmjs.org/:_authToken=npm_{v}", v)
+    v = token(URLSAFE, 70)
+    add("pypi token", f"password = pypi-AgEIcHlwaS5vcmc{v}", v)
+    v = token(HEX, 32)
+    add("twilio api key", f"TWILIO_API_KEY=SK{v}", v)
+    v = token(HEX, 64)
+    add("digitalocean token", f"doctl auth init -t dop_v1_{v}", v)
+    v = token(URLSAFE, 27)
+    add("docker hub token", f"docker login -u me -p dckr_pat_{v}", v)
+    v = token(URLSAFE, 90)
+    add("vault token", f"VAULT_TOKEN=hvs.{v}", v)
+    head = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').decode().rstrip("=")
+    claims = base64.urlsafe_b64encode(b'{"sub":"1234567890","name":"dev"}').decode().rstrip("=")
+    v = token(URLSAFE, 43)
+    add("jwt", f"Cookie: session={head}.{claims}.{v}", v)
+    v = token(URLSAFE + ".~", 40)
+    add("bearer header", f'curl -H "Authorization: Bearer {v}" https://api.example.com/v2/items', v)
+    v = base64.b64encode(f"deploy:{token(ALNUM, 20)}".encode()).decode()
+    add("basic auth header", f"Authorization: Basic {v}", v)
+    v = token(ALNUM, 40)
+    add("api key header", f'curl -H "x-api-key: {v}" https://api.anthropic.com/v1/messages', v)
+    text, body = pem("RSA PRIVATE KEY")
+    add("pem rsa private key", text, body, "private-key")
+    text, body = pem("OPENSSH PRIVATE KEY", lines=8, width=70)
+    add("openssh private key", text, body, "private-key")
+    text, body = pem("PRIVATE KEY", lines=10)
+    escaped = text.replace("\n", "\\n")
+    add("service account json", f'{{"type": "service_account", "private_key": "{escaped}\\n"}}', body.split("\n")[3])
+    text, body = pem("EC PRIVATE KEY", lines=4)
+    add("ec private key", text, body, "private-key")
+    v = token(ALNUM, 16)
+    add("url password", f"DATABASE_URL=postgres://app:{v}@db.internal:5432/shop", v, "url-password")
+    a, b = token(ALNUM, 8), token(ALNUM, 10)
+    add("url password with @", f"psql postgres://root:{a}@{b}@db.internal/shop", f"{a}@{b}", "url-password")
+    a, b, c = token(ALNUM, 8), token(ALNUM, 8), token(ALNUM, 8)
+    add("url password with / and #", f"mongodb+srv://svc:{a}/{b}#{c}@cluster0.ab1cd.mongodb.net/db", f"{a}/{b}#{c}")
+    v = token(ALNUM, 18)
+    add("url password, no user", f"REDIS_URL=redis://:{v}@cache.internal:6379/0", v, "url-password")
+    v = token(ALNUM + "!#%^&*", 16)
+    add(".env password", f"DB_PASSWORD={v}", v)
+    v = token(ALNUM, 20)
+    add("yaml password", f"database:\n  user: app\n  password: {v}\n  host: db", v)
+    v = token(ALNUM, 32)
+    add("json client secret", f'{{"client_id": "abc", "client_secret": "{v}"}}', v)
+    v = token(string.ascii_lowercase, 14)
+    add("quoted password with spaces", f'password = "correct horse {v} battery"', v)
+    v = token(HEX, 40)
+    add("generic token variable", f"CIRCLE_TOKEN={v}", v)
+    v = token(ALNUM, 14)
+    add("password flag", f"mysql --user=root --password {v} shop", v)
+    v = token(ALNUM, 16)
+    add("netrc", f"machine api.heroku.com login me@example.com password {v}", v)
+    v = token(B64, 86) + "=="
+    add("azure storage key", f"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={v};EndpointSuffix=core", v)
+    v = token(URLSAFE, 33)
+    add("telegram bot token", f"TELEGRAM_BOT_TOKEN={rng.randint(10**8, 10**9)}:AA{v}", v)
+    return found
+
+
+CORPUS = _corpus()
