@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from memex.errors import ConfigError
 
@@ -505,7 +506,7 @@ def load_config(env: dict[str, str] | None = None) -> Config:
         key = f"MEMEX_{name.upper()}"
         if key in env:
             values[name], sources[name] = env[key], key
-    resolved = {name: _coerce(name, value, sources[name]) for name, value in values.items()}
+    resolved: dict[str, Any] = {name: _coerce(name, value, sources[name]) for name, value in values.items()}
     defaults = Config(home=home)
     for name in _PATH_FIELDS - {"home"} - set(resolved):
         resolved[name] = getattr(defaults, name).expanduser()

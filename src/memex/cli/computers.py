@@ -12,7 +12,7 @@ from rich.table import Table
 from memex.cli.app import App
 from memex.cli.options import json_option
 from memex.cli.render import short_time, styled
-from memex.sync.remote import known_computers
+from memex.sync.remote import ComputerInfo, known_computers
 
 
 @click.command("computers")
@@ -24,7 +24,7 @@ def computers_command(app: App, as_json: bool) -> None:
     conn = _store(app)
     found, problem = known_computers(app.config, conn)
     mirrors = dict(conn.execute("SELECT computer, count(*) FROM mirrors GROUP BY computer").fetchall()) if conn else {}
-    rows = {info.computer: info for info in found}
+    rows: dict[str, ComputerInfo | None] = {info.computer: info for info in found}
     rows.setdefault(app.config.computer, None)  # this computer, even before its daemon ever ran
     for computer in mirrors:
         rows.setdefault(computer, None)  # known only by its mirrors
