@@ -198,7 +198,7 @@ def on_stop(hook: Hook) -> str:
     """Stop / SubagentStop: ingest the session (and its subagents); at Stop, tell a running memex daemon
     that the session stopped (it publishes the session's mirror and embeds what the ingest queued), or
     else start a background worker to embed it (embedding never runs inside a hook). Prints nothing, ever."""
-    from memex.sync.signals import notify_stop
+    from memex.signals import notify_stop
 
     stored = ingest_session(hook) and hook.log.get("turns")
     if (

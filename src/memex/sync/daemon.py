@@ -35,6 +35,7 @@ from memex.config import Config
 from memex.errors import UserError
 from memex.ingest.indexer import default_roots, discover, index_transcripts
 from memex.ingest.pipeline import failed_report, ingest_transcript, is_store_failure
+from memex.signals import PID_FILE, take_stops
 from memex.sources import ADAPTERS
 from memex.sources.files import Skipped, safe_resolve
 from memex.store.db import connect
@@ -44,7 +45,6 @@ from memex.sync.inbox import Consumer
 from memex.sync.keys import Keys
 from memex.sync.link import OUTAGE_ERRORS, RedisLink
 from memex.sync.server import ApiServer
-from memex.sync.signals import PID_FILE, take_stops
 from memex.sync.token import ensure_token
 from memex.sync.watch import Watcher
 
