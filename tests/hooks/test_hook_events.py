@@ -365,8 +365,16 @@ def test_file_history_records_of_old_sessions_are_pruned(corpus, env: Path) -> N
 @pytest.mark.parametrize(
     ("event", "payload", "forbidden"),
     [
-        ("Stop", "stop", ("click", "rich", "memex.search", "memex.embed", "memex.cli.main", "multiprocessing")),
-        ("UserPromptSubmit", "gated", ("click", "rich", "memex.search", "memex.ingest", "memex.store", "sqlite3")),
+        (
+            "Stop",
+            "stop",
+            ("click", "rich", "memex.search", "memex.embed", "memex.cli.main", "memex.sync", "multiprocessing"),
+        ),
+        (
+            "UserPromptSubmit",
+            "gated",
+            ("click", "rich", "memex.search", "memex.ingest", "memex.store", "memex.sync", "sqlite3"),
+        ),
     ],
 )
 def test_hooks_import_only_what_they_need(corpus, env: Path, event: str, payload: str, forbidden) -> None:

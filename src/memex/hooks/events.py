@@ -265,14 +265,14 @@ def on_prompt(hook: Hook) -> str:
         hook.log["warm"] = reply.reason
         if reply.needs_server:
             warm.spawn(hook.config)
-    from memex.hooks.answers import recall_answer
+    from memex.api import Memex
 
     conn = hook.store()
     if conn is None:
         return ""
-    text, hits = recall_answer(conn, hook.config, request)
-    hook.log.update(path="cold", hits=hits)
-    return text
+    recalled = Memex(hook.config, conn).recall(prompt, session_id=hook.session_id, project_dir=request["project_dir"])
+    hook.log.update(path="cold", hits=recalled.hits)
+    return recalled.text
 
 
 def on_session_start(hook: Hook) -> str:

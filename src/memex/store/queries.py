@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,38 @@ class Filters:
     pr: int | None = None  # sessions linked to this pull request
     include_subagents: bool = True
     exclude_session: str | None = None  # never this session's turns (a hook's own session)
+
+    @classmethod
+    def parse(cls, values: Mapping[str, Any]) -> Filters:
+        """Filters from what a person typed (CLI options, HTTP query parameters): `project`, `agent`,
+        `since` and `until` (2026-05-01, ISO time, or 7d / 12h / 2w ago; a bare `until` date includes its
+        day), `session` (an id or prefix), `file`, `pr`. Absent or empty values filter nothing; UserError
+        names a value that does not parse."""
+        from memex.sources import ADAPTERS  # the agents' names (store/ imports nothing else above it)
+        from memex.textutil import parse_when
+
+        try:
+            since = parse_when(values["since"]) if values.get("since") else None
+            until = parse_when(values["until"], end_of_day=True) if values.get("until") else None
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+        agent = values.get("agent") or None
+        if agent is not None and agent not in ADAPTERS:
+            raise UserError(f"unknown agent {agent!r}")
+        pr = values.get("pr")
+        if pr is not None and not isinstance(pr, int):
+            if not str(pr).strip().isdigit():
+                raise UserError(f"pr must be a pull request number, got {pr!r}")
+            pr = int(pr)
+        return cls(
+            project=values.get("project") or None,
+            agent=agent,
+            since=since,
+            until=until,
+            session=values.get("session") or None,
+            file=values.get("file") or None,
+            pr=pr,
+        )
 
     def _project_clause(self, column: str) -> tuple[str, list[Any]]:
         assert self.project
@@ -275,6 +308,16 @@ def statistics(conn: sqlite3.Connection, db_path: Path) -> dict[str, Any]:
         "agent_versions": agent_versions(conn),
         "unknown_record_types": unknown_record_types(conn),
     }
+
+
+def session_count(conn: sqlite3.Connection) -> int:
+    """How many sessions are indexed here."""
+    return int(conn.execute("SELECT count(*) FROM sessions").fetchone()[0])
+
+
+def mirror_counts(conn: sqlite3.Connection) -> dict[str, int]:
+    """How many mirrors this store holds of each computer."""
+    return dict(conn.execute("SELECT computer, count(*) FROM mirrors GROUP BY computer").fetchall())
 
 
 def agent_versions(conn: sqlite3.Connection) -> dict[str, dict[str, int]]:
