@@ -354,8 +354,9 @@ class Memex:
 
     def is_local(self, session_id: str) -> bool:
         """True when the session is indexed here (not only known by another computer's mirror)."""
-        row = self.conn.execute("SELECT 1 FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
-        return row is not None
+        from memex.store.queries import is_indexed
+
+        return is_indexed(self.conn, session_id)
 
     def _stored_mirror(self, session_id: str, prefer: str) -> Mirror | None:
         from memex.ingest.mirrors import get_mirror
