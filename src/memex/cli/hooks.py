@@ -108,7 +108,7 @@ def status_command(app: App, project_dir: Path | None, settings_file: Path | Non
     files = [(scope, installer.settings_path(scope, project_dir)) for scope in installer.SCOPES]
     if settings_file:
         files.append(("file", settings_file.expanduser().absolute()))
-    places = []
+    places: list[dict[str, Any]] = []
     for scope, path in files:
         try:
             data = installer.SettingsFile.read(path).data
@@ -142,8 +142,8 @@ def status_command(app: App, project_dir: Path | None, settings_file: Path | Non
     commands = sorted({c for place in places for cs in place["events"].values() for c in cs})
     for command in commands:
         out.print(f"command: {command}")
-    state = f"running (pid {pid})" if pid else "not running (starts on the next prompt)"
-    out.print(f"warm server: {state} · socket {server['socket']}")
+    server_state = f"running (pid {pid})" if pid else "not running (starts on the next prompt)"
+    out.print(f"warm server: {server_state} · socket {server['socket']}")
     if not recent:
         out.print(styled("No hook runs logged yet.", "dim"))
         return
