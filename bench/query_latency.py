@@ -37,7 +37,6 @@ from rich.table import Table
 
 from memex.config import load_config
 from memex.hooks.warm import ask
-
 from search import CACHE, build_store, real_texts, vocabulary
 
 MEMEX = Path(sys.executable).with_name("memex")
