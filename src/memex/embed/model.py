@@ -145,14 +145,20 @@ _loaded: dict[tuple[str, str, int, int], Embedder] = {}
 _loading = threading.Lock()
 
 
+def backend_of(config: Config) -> Callable[[str, int, int], Embedder]:
+    """The configured backend, without loading it; EmbedderUnavailable for a name memex does not know."""
+    backend = BACKENDS.get(config.embed_model)
+    if backend is None:
+        known = ", ".join(sorted(BACKENDS))
+        raise EmbedderUnavailable(f"unknown embedding model {config.embed_model!r} (known: {known})")
+    return backend
+
+
 def load_embedder(config: Config) -> Embedder:
     """The configured embedder, loaded on first use and kept for the life of the process."""
     key = (config.embed_model, config.model_version, config.embed_threads, config.embed_query_threads)
     with _loading:
         if key not in _loaded:
-            backend = BACKENDS.get(config.embed_model)
-            if backend is None:
-                known = ", ".join(sorted(BACKENDS))
-                raise EmbedderUnavailable(f"unknown embedding model {config.embed_model!r} (known: {known})")
+            backend = backend_of(config)
             _loaded[key] = backend(config.model_version, config.embed_threads, config.embed_query_threads)
         return _loaded[key]

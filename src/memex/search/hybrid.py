@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from memex.config import Config
-from memex.embed.model import Embedder, EmbedderUnavailable, load_embedder
+from memex.embed.model import Embedder, EmbedderUnavailable, backend_of, load_embedder
 from memex.search.anchors import semantic_floor
 from memex.search.lexical import chunk_texts, search_chunks
 from memex.search.mirrors import excerpt, mirror_hits, search_mirrors
@@ -260,17 +260,19 @@ def hybrid_search(
     fusion = _Fusion(config.search_rrf_k)
     floor = 0.0
     wanted = limit * max(per_session, 1) * 3
-    searchable = levels_with_vectors(conn, config, levels, filters) if mode in ("hybrid", "semantic") else []
-    if mode in ("hybrid", "semantic") and not searchable:  # nothing to find by meaning: no model, no query vector
-        if not levels_with_vectors(conn, config, levels, Filters()):
-            notes.append("no vectors yet (run `memex embed`); nothing found by meaning")
-        mode = "lexical" if mode == "hybrid" else mode
-    elif mode in ("hybrid", "semantic"):
+    searchable: list[str] = []
+    if mode in ("hybrid", "semantic"):
         try:
-            embedder = embedder or load_embedder(config)
+            backend_of(config)
+            searchable = levels_with_vectors(conn, config, levels, filters)
+            if searchable:  # otherwise nothing could be found by meaning: no model, no query vector
+                embedder = embedder or load_embedder(config)
+            elif not levels_with_vectors(conn, config, levels, Filters()):
+                notes.append("no vectors yet (run `memex embed`); nothing found by meaning")
+            mode = mode if searchable or mode == "semantic" else "lexical"
         except EmbedderUnavailable as exc:
             notes.append(f"semantic search unavailable ({exc}); lexical results only")
-            mode = "lexical"
+            mode, searchable = "lexical", []
     if mode in ("hybrid", "lexical"):
         if "chunk" in weights or "turn" in weights:  # lexical hits are chunk matches, grouped to turns
             weight = weights.get("chunk", weights.get("turn", 1.0))
