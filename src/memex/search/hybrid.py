@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from memex.config import Config
-from memex.embed.model import Embedder, EmbedderUnavailable, load_embedder
+from memex.embed.model import Embedder, EmbedderUnavailable, backend_of, load_embedder
 from memex.search.anchors import semantic_floor
 from memex.search.lexical import chunk_texts, search_chunks
 from memex.search.mirrors import excerpt, mirror_hits, search_mirrors
@@ -140,6 +140,25 @@ def filtered_search(
     return index.search(conn, vector, wanted, allowed_owners(conn, level, filters))
 
 
+def has_vectors(conn: sqlite3.Connection, config: Config, level: str, filters: Filters) -> bool:
+    """True when a vector of this model at `level` belongs to an owner the filters admit (one indexed lookup
+    unfiltered; filtered, the admitted owners are read until one has a vector)."""
+    if filters == Filters():
+        sql = "SELECT 1 FROM vectors WHERE model_name = ? AND level = ? LIMIT 1"
+        return conn.execute(sql, (config.embed_model, level)).fetchone() is not None
+    owners, params = _owners_sql(level, filters)
+    sql = (
+        f"{owners} AND EXISTS (SELECT 1 FROM vectors v WHERE v.level = ? AND v.owner_id = o.id "
+        "AND v.model_name = ?) LIMIT 1"
+    )
+    return conn.execute(sql, [*params, level, config.embed_model]).fetchone() is not None
+
+
+def levels_with_vectors(conn: sqlite3.Connection, config: Config, levels: list[str], filters: Filters) -> list[str]:
+    """The levels among `levels` where a search by meaning could find something under the filters."""
+    return [level for level in levels if has_vectors(conn, config, level, filters)]
+
+
 def _semantic_lists(
     conn: sqlite3.Connection,
     config: Config,
@@ -241,12 +260,19 @@ def hybrid_search(
     fusion = _Fusion(config.search_rrf_k)
     floor = 0.0
     wanted = limit * max(per_session, 1) * 3
+    searchable: list[str] = []
     if mode in ("hybrid", "semantic"):
         try:
-            embedder = embedder or load_embedder(config)
+            backend_of(config)
+            searchable = levels_with_vectors(conn, config, levels, filters)
+            if searchable:  # otherwise nothing could be found by meaning: no model, no query vector
+                embedder = embedder or load_embedder(config)
+            elif not levels_with_vectors(conn, config, levels, Filters()):
+                notes.append("no vectors yet (run `memex embed`); nothing found by meaning")
+            mode = mode if searchable or mode == "semantic" else "lexical"
         except EmbedderUnavailable as exc:
             notes.append(f"semantic search unavailable ({exc}); lexical results only")
-            mode = "lexical"
+            mode, searchable = "lexical", []
     if mode in ("hybrid", "lexical"):
         if "chunk" in weights or "turn" in weights:  # lexical hits are chunk matches, grouped to turns
             weight = weights.get("chunk", weights.get("turn", 1.0))
@@ -259,13 +285,11 @@ def hybrid_search(
                 fusion.add_session(
                     found["mirror_id"], found["session_id"], "mirror", rank, weights["session"], bm25=found["score"]
                 )
-    if mode in ("hybrid", "semantic"):
+    if mode in ("hybrid", "semantic") and searchable:
         assert embedder is not None
         vector = embedder.embed_queries([query])[0]
         floor = semantic_floor(config, embedder, vector)
-        lists = _semantic_lists(conn, config, embedder, vector, filters, levels, wanted)
-        if not any(lists.values()):
-            notes.append("no vectors yet (run `memex embed`); nothing found by meaning")
+        lists = _semantic_lists(conn, config, embedder, vector, filters, searchable, wanted)
         chunk_turn = _owners(conn, "chunks", [n.owner_id for n in lists.get("chunk", [])], "turn_id")
         best_chunk: dict[int, Neighbour] = {}  # turn id -> its nearest chunk, in order of distance
         for neighbour in lists.get("chunk", []):

@@ -165,11 +165,12 @@ def semantic_recall(
     """`chosen` (lexical recall) completed with turns near the prompt by meaning, up to `max_hits`."""
     from memex.embed.model import load_embedder
     from memex.search.anchors import semantic_floor
-    from memex.search.hybrid import filtered_search
+    from memex.search.hybrid import filtered_search, has_vectors
     from memex.search.vector import vector_index
 
-    if len(chosen) >= max_hits:
-        return chosen
+    others = Filters(exclude_session=session_id)
+    if len(chosen) >= max_hits or not has_vectors(conn, config, "turn", others):
+        return chosen  # no turn vector of another session: the model is neither loaded nor run
     embedder = load_embedder(config)
     query = embedder.embed_queries([strip_system_reminders(prompt)])[0]
     floor = (
@@ -177,7 +178,6 @@ def semantic_recall(
     )
     index = vector_index(config, "turn", embedder.dimension)
     wanted = max_hits * CANDIDATES_PER_HIT
-    others = Filters(exclude_session=session_id)
     found = filtered_search(conn, index, query, "turn", others, wanted, need=wanted)
     neighbours = [n for n in found if n.cosine >= floor]
     taken = {r.turn["id"] for r in chosen}

@@ -1,0 +1,210 @@
+"""Query latency where people wait: the daemon's /v1/search, the warm server's prompt recall and a new
+`memex search` process, each hybrid (words + meaning) on a 100k-turn store, with and without CPU hogs.
+
+    uv run python bench/query_latency.py                          # 100k turns, 30 queries, 10 cold runs
+    uv run python bench/query_latency.py --turns 20000 --queries 15 --cold 5
+
+The store is the synthetic 100k-turn store of bench/search.py (built on first use, cached in
+bench/.cache/search). Two set-ups are measured, each in processes of their own:
+
+- before: the query embedded on every core with OpenMP's threads spinning while they wait
+  (`MEMEX_EMBED_QUERY_THREADS=0 OMP_WAIT_POLICY=active`, what memex did before issue 14);
+- now: the defaults (one thread for a query, waiting threads sleep).
+
+"hog" rows run one busy loop per core beside the measurement (as when a build or a test suite runs).
+Latency is wall time seen by the client: an HTTP request to a running daemon API, a request to a running
+warm server, and a whole `memex search --json` process (start-up included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from memex.config import load_config
+from memex.hooks.warm import ask
+from search import CACHE, build_store, real_texts, vocabulary
+
+MEMEX = Path(sys.executable).with_name("memex")
+TOKEN = "bench-token-" + "q" * 24
+SETUPS = {
+    "before (every core, spinning)": {"MEMEX_EMBED_QUERY_THREADS": "0", "OMP_WAIT_POLICY": "active"},
+    "now (1 thread, sleeping waits)": {},
+}
+console = Console()
+
+
+def environment(home: Path, setup: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS")}
+    return {
+        **env,
+        **setup,
+        "MEMEX_HOME": str(home),
+        "MEMEX_COMPUTER": "bench",
+        "MEMEX_REDIS_URL": "",
+        "MEMEX_API_ADDRESS": "127.0.0.1:0",
+        "MEMEX_API_TOKEN": TOKEN,
+        "MEMEX_INDEX_EMBEDS": "0",
+        "MEMEX_WARM_IDLE_SECONDS": "0",
+        "MEMEX_WARM_READ_TIMEOUT_MS": "60000",
+        "MEMEX_WARM_CONNECT_TIMEOUT_MS": "5000",
+        "MEMEX_CLAUDE_DIR": str(home / "no-claude"),
+        "MEMEX_CODEX_DIR": str(home / "no-codex"),
+        "MEMEX_GEMINI_DIR": str(home / "no-gemini"),
+    }
+
+
+def serve_api() -> None:
+    """The API process: a daemon serving the store of MEMEX_HOME; prints its port, stops when stdin closes."""
+    from memex.sync.daemon import Daemon
+
+    daemon = Daemon(load_config(), serve_api=True)
+    daemon.start(index=False)
+    assert daemon.api is not None
+    print(daemon.api.port, flush=True)
+    sys.stdin.read()
+    daemon.close()
+
+
+@contextlib.contextmanager
+def hogs(count: int) -> Iterator[None]:
+    """`count` busy loops in processes of their own for the duration of the block."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        time.sleep(0.5 if procs else 0)
+        yield
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
+def percentiles(values: list[float]) -> str:
+    ordered = sorted(values)
+    p95 = ordered[max(0, round(len(ordered) * 0.95) - 1)]
+    return f"{statistics.median(ordered):.0f} / {p95:.0f}"
+
+
+def api_latencies(env: dict[str, str], prompts: list[str], hog_count: int) -> list[float]:
+    server = subprocess.Popen(
+        [sys.executable, __file__, "--serve-api"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert server.stdout is not None
+        port = int(server.stdout.readline())
+
+        def search(text: str) -> float:
+            started = time.perf_counter()
+            client = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+            client.request("GET", f"/v1/search?q={quote(text)}", headers={"Authorization": f"Bearer {TOKEN}"})
+            response = client.getresponse()
+            body = response.read()
+            client.close()
+            assert response.status == 200, (response.status, body[:200])
+            return (time.perf_counter() - started) * 1000
+
+        search(prompts[0])  # warm: model loaded, vectors mapped
+        with hogs(hog_count):
+            return [search(text) for text in prompts]
+    finally:
+        assert server.stdin is not None
+        server.stdin.close()
+        server.wait(60)
+
+
+def recall_latencies(env: dict[str, str], prompts: list[str], hog_count: int) -> list[float]:
+    config = load_config(env)
+    server = subprocess.Popen([str(MEMEX), "hooks", "serve"], env=env, stdout=subprocess.DEVNULL)
+    try:
+        for _ in range(300):
+            if ask(config, "ping", {}).answer:
+                break
+            time.sleep(0.05)
+
+        def recall(text: str) -> float:
+            payload = {"prompt": text, "session_id": "bench-0000001", "project_dir": "/home/bench/p1"}
+            started = time.perf_counter()
+            reply = ask(config, "recall", payload)
+            assert reply.answer is not None, reply.reason
+            return (time.perf_counter() - started) * 1000
+
+        recall(prompts[0])
+        with hogs(hog_count):
+            return [recall(text) for text in prompts]
+    finally:
+        ask(config, "shutdown", {})
+        server.wait(60)
+
+
+def cold_latencies(env: dict[str, str], prompts: list[str], hog_count: int) -> list[float]:
+    subprocess.run([str(MEMEX), "search", prompts[0], "--json"], env=env, capture_output=True, check=True)
+    times = []
+    with hogs(hog_count):
+        for text in prompts:
+            started = time.perf_counter()
+            subprocess.run([str(MEMEX), "search", text, "--json"], env=env, capture_output=True, check=True)
+            times.append((time.perf_counter() - started) * 1000)
+    return times
+
+
+def base_vectors(passages: list[str]) -> np.ndarray:
+    """The real passage vectors the synthetic ones are mixed from (shared with bench/search.py)."""
+    base_file = CACHE / "base-vectors.f32"
+    if not base_file.exists():
+        from memex.embed.model import load_embedder
+
+        console.print("embedding 400 real passages for the synthetic vectors …", style="dim")
+        embedder = load_embedder(load_config({"MEMEX_HOME": str(CACHE / "model")}))
+        base = embedder.embed_passages(random.Random(1).sample(passages, min(400, len(passages))))
+        base_file.parent.mkdir(parents=True, exist_ok=True)
+        base.astype("<f4").tofile(base_file)
+    return np.fromfile(base_file, dtype="<f4").reshape(-1, 384)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--turns", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=30, help="queries per warm measurement")
+    parser.add_argument("--cold", type=int, default=10, help="`memex search` processes per measurement")
+    parser.add_argument("--hogs", type=int, default=os.cpu_count() or 2, help="busy loops in the hog rows")
+    parser.add_argument("--serve-api", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_api:
+        serve_api()
+        return
+    passages, prompts = real_texts()
+    home = CACHE / f"store-{args.turns}"
+    if not (home / "memex.db").exists():
+        build_store(home, args.turns, 3, base_vectors(passages), vocabulary())
+    chosen = random.Random(2).sample(prompts, min(args.queries, len(prompts)))
+    table = Table(title=f"Hybrid query latency, {args.turns:,} turns, ms p50 / p95 (2-core machine)")
+    for column in ("set-up", "beside it", "warm /v1/search", "warm prompt recall", "`memex search` (new process)"):
+        table.add_column(column, justify="left" if column in ("set-up", "beside it") else "right")
+    for name, setup in SETUPS.items():
+        env = environment(home, setup)
+        for hog_count in (0, args.hogs):
+            console.print(f"{name}, {hog_count} hogs …", style="dim")
+            api = api_latencies(env, chosen, hog_count)
+            recall = recall_latencies(env, chosen, hog_count)
+            cold = cold_latencies(env, chosen[: args.cold], hog_count)
+            beside = f"{hog_count} busy loops" if hog_count else "nothing"
+            table.add_row(name, beside, percentiles(api), percentiles(recall), percentiles(cold))
+    console.print(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+"""Incremental `memex index` over many transcripts where (almost) nothing changed: CPU and file-system calls.
+
+    uv run python bench/walk.py                    # 20,000 transcripts, 5 runs of each measure
+    uv run python bench/walk.py --files 2000 --runs 3
+
+Writes `--files` small Claude Code transcripts (two turns each, 100 per project folder) into
+bench/.cache/walk-<files> and backfills them once (cached); then runs `memex index --no-embed` as a new
+process: with nothing changed, and after one turn was appended to one transcript. CPU is the process's
+user + system time (whole process, start-up included; `memex --version` gives the start-up alone); the
+file-system calls are counted by strace (stat / lstat / open / readlink of any kind) in one more run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+CACHE = Path(__file__).resolve().parent / ".cache"
+MEMEX = Path(sys.executable).with_name("memex")
+PER_FOLDER = 100
+console = Console()
+
+
+def line(kind: str, session: str, n: int, text: str, cwd: str) -> str:
+    role = "user" if kind == "user" else "assistant"
+    content = text if kind == "user" else [{"type": "text", "text": text}]
+    message = {"role": role, "content": content}
+    if kind == "assistant":
+        message["id"] = f"msg_{session[:8]}_{n}"
+    record = {
+        "parentUuid": None,
+        "isSidechain": False,
+        "type": kind,
+        "uuid": f"{session[:8]}-{n}",
+        "timestamp": f"2026-03-01T10:{n % 60:02d}:00.000Z",
+        "cwd": cwd,
+        "sessionId": session,
+        "version": "2.1.100",
+        "message": message,
+    }
+    return json.dumps(record) + "\n"
+
+
+def turn(session: str, n: int, cwd: str) -> str:
+    return line("user", session, n, f"prompt {n} about the cache layer of {session[:8]}", cwd) + line(
+        "assistant", session, n + 1, f"answer {n}: changed the eviction policy in module {n % 7}", cwd
+    )
+
+
+def build(root: Path, files: int) -> None:
+    for i in range(files):
+        folder = root / "projects" / f"-home-dev-p{i // PER_FOLDER}"
+        folder.mkdir(parents=True, exist_ok=True)
+        session = str(uuid.UUID(int=i + 1))
+        cwd = f"/home/dev/p{i // PER_FOLDER}"
+        (folder / f"{session}.jsonl").write_text(turn(session, 0, cwd) + turn(session, 2, cwd))
+
+
+def environment(root: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "MEMEX_HOME": str(root / "home"),
+        "MEMEX_COMPUTER": "bench",
+        "MEMEX_CLAUDE_DIR": str(root / "projects"),
+        "MEMEX_CODEX_DIR": str(root / "no-codex"),
+        "MEMEX_GEMINI_DIR": str(root / "no-gemini"),
+        "MEMEX_INDEX_EMBEDS": "0",
+        "MEMEX_REDIS_URL": "",
+    }
+
+
+def cpu_of(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(CPU seconds, wall seconds) of one process."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, command
+    return usage.ru_utime + usage.ru_stime, time.perf_counter() - started
+
+
+def syscalls(command: list[str], env: dict[str, str]) -> dict[str, int]:
+    """Calls per kind (stat-like, open, readlink, getdents) of one process, counted by strace."""
+    if not shutil.which("strace"):
+        return {}
+    out = subprocess.run(
+        ["strace", "-f", "-c", "-e", "trace=%file,getdents64", *command], env=env, capture_output=True, text=True
+    ).stderr
+    counts: dict[str, int] = {}
+    for row in out.splitlines():
+        fields = row.split()
+        if len(fields) >= 5 and fields[-1].isidentifier() and fields[3].isdigit():
+            name, calls = fields[-1], int(fields[3])
+            kind = "stat" if re.search(r"stat", name) else name
+            counts[kind] = counts.get(kind, 0) + calls
+    return counts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--files", type=int, default=20_000)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    root = CACHE / f"walk-{args.files}"
+    env = environment(root)
+    index = [str(MEMEX), "index", "--no-embed"]
+    if not (root / "home" / "memex.db").exists():
+        shutil.rmtree(root, ignore_errors=True)
+        console.print(f"writing {args.files:,} transcripts and backfilling them (once) …", style="dim")
+        build(root, args.files)
+        seconds = cpu_of([*index, "--workers", "2"], env)[1]
+        console.print(f"backfilled in {seconds:.0f} s", style="dim")
+    changed = next((root / "projects").glob("*/*.jsonl"))
+    session = changed.stem
+    rows = []
+
+    def measure(label: str, command: list[str], before=None) -> None:  # type: ignore[no-untyped-def]
+        cpu, wall = [], []
+        for _ in range(args.runs):
+            if before:
+                before()
+            c, w = cpu_of(command, env)
+            cpu.append(c)
+            wall.append(w)
+        if before:
+            before()
+        calls = syscalls(command, env)
+        rows.append(
+            [
+                label,
+                f"{statistics.median(cpu) * 1000:.0f}",
+                f"{statistics.median(wall) * 1000:.0f}",
+                *(f"{calls.get(k, 0):,}" for k in ("stat", "openat", "readlink", "getdents64")),
+            ]
+        )
+
+    appended = [0]
+
+    def append_one() -> None:
+        appended[0] += 1
+        with changed.open("a") as handle:
+            handle.write(turn(session, 1000 + 2 * appended[0] + int(time.time()) % 1000 * 100, "/home/dev/p0"))
+
+    measure("`memex --version` (start-up alone)", [str(MEMEX), "--version"])
+    cpu_of(index, env)
+    measure("`memex index`, nothing changed", index)
+    measure("`memex index`, one transcript grew by a turn", index, append_one)
+    table = Table(title=f"Incremental `memex index` over {args.files:,} transcripts (median of {args.runs} runs)")
+    for column in ("run", "CPU ms", "wall ms", "stat calls", "openat", "readlink", "getdents64"):
+        table.add_column(column, justify="left" if column == "run" else "right")
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""The embedding model's threads: a query runs on its own (small) OpenMP team, a batch of passages on the
+worker's, and neither waits for the other."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memex.config import load_config
+from memex.embed.model import E5SmallQ4, load_embedder
+
+
+@pytest.fixture(autouse=True)
+def _restore_openmp_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loading a model sets OpenMP's variables in this process; later tests' subprocesses must not see them."""
+    for name in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY"):
+        if name in os.environ:
+            monkeypatch.setenv(name, os.environ[name])
+        else:
+            monkeypatch.delenv(name, raising=False)
+
+
+def _team_size(model: E5SmallQ4) -> np.ndarray:
+    """What OpenMP would give a parallel region started in the calling thread."""
+    get = model._model._lib.omp_get_max_threads
+    get.restype = ctypes.c_int
+    return np.array([[float(get())]], dtype=np.float32)
+
+
+def test_query_and_passage_each_run_on_their_own_thread_count() -> None:
+    model = E5SmallQ4("test", threads=3, query_threads=1)
+    assert model._run("query", lambda items: _team_size(model), ["q"])[0, 0] == 1
+    assert model._run("passage", lambda items: _team_size(model), ["p"])[0, 0] == 3
+    assert model._run("query", lambda items: _team_size(model), ["q"])[0, 0] == 1
+
+
+def test_zero_threads_means_every_core() -> None:
+    model = E5SmallQ4("test", threads=0, query_threads=0)
+    assert model._run("query", lambda items: _team_size(model), ["q"])[0, 0] == (os.cpu_count() or 1)
+
+
+def test_a_query_does_not_wait_for_a_batch_of_passages() -> None:
+    model = E5SmallQ4("test", threads=1, query_threads=1)
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_batch(items: list[str]) -> np.ndarray:
+        entered.set()
+        release.wait()
+        return np.zeros((len(items), 384), dtype=np.float32)
+
+    batch = threading.Thread(target=model._run, args=("passage", slow_batch, ["a", "b"]))
+    batch.start()
+    try:
+        assert entered.wait(30)
+        vector = model.embed_queries(["where is the sticky header fixed"])  # the batch still holds its lock
+        assert vector.shape == (1, 384) and abs(float(np.linalg.norm(vector[0])) - 1) < 1e-3
+    finally:
+        release.set()
+        batch.join()
+
+
+def test_the_real_model_gives_the_same_vector_on_any_thread_count(tmp_path: Path) -> None:
+    one = load_embedder(load_config({"MEMEX_HOME": str(tmp_path), "MEMEX_EMBED_QUERY_THREADS": "1"}))
+    every = load_embedder(load_config({"MEMEX_HOME": str(tmp_path), "MEMEX_EMBED_QUERY_THREADS": "0"}))
+    text = ["how did we fix the flaky redis test"]
+    assert np.allclose(one.embed_queries(text), every.embed_queries(text), atol=1e-5)
+
+
+def test_waiting_threads_sleep_unless_the_user_chose_otherwise() -> None:
+    probe = "from memex.embed.model import E5SmallQ4; import os; E5SmallQ4('t'); print(os.environ['OMP_WAIT_POLICY'])"
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    assert subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True).stdout == "passive\n"
+    env["OMP_WAIT_POLICY"] = "active"
+    assert subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True).stdout == "active\n"
