@@ -136,7 +136,7 @@ def openmp_thread_setter(library: Any) -> Callable[[int], None] | None:
     except AttributeError:
         return None
     setter.argtypes, setter.restype = [ctypes.c_int], None
-    return setter  # type: ignore[no-any-return]
+    return setter
 
 
 BACKENDS: dict[str, Callable[[str, int, int], Embedder]] = {"e5-small-q4": E5SmallQ4}
