@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
+from memex.archive.reader import archived_sources
 from memex.cli.app import App
 from memex.cli.embed import report_dict, run_embed
 from memex.cli.render import byte_progress
@@ -75,26 +77,11 @@ def index_command(
     transcripts = discover(roots, skipped)
     refused = _refused(paths, transcripts, skipped, chosen)
     conn = app.db()
-    total = sum(_size(t.path) for t in transcripts)
-    with byte_progress(app.err, total, "Indexing") as progress:
-        task = progress.task_ids[0]
-
-        def advance(transcript, _report) -> None:  # type: ignore[no-untyped-def]
-            progress.update(task, advance=_size(transcript.path), current=f"{transcript.agent} {transcript.path.name}")
-
-        try:
-            report = index_transcripts(
-                conn,
-                app.config,
-                transcripts,
-                on_file=advance,
-                workers=workers or app.config.index_workers,
-                skipped=skipped,
-            )
-        except sqlite3.OperationalError as exc:  # locked past busy_timeout_ms, full, read-only
-            raise StoreError(
-                f"cannot write to {app.config.db_path}: {exc} (the files indexed so far are kept; run again)"
-            ) from None
+    # Without PATHS: also the transcripts the agents deleted that the archive must parse again (a rebuilt store).
+    restoring = archived_sources(conn, app.config, chosen, transcripts) if not paths else contextlib.nullcontext([])
+    with restoring as restored:
+        transcripts = [*transcripts, *restored]
+        report = _index(app, conn, transcripts, workers, skipped)
     report.refused.extend(refused)
     for warning in report.warnings:
         app.say("warning", warning)
@@ -130,6 +117,34 @@ def index_command(
         table.add_row("still to embed", str(embedded["queued"]))
     app.out.print(table)
     _exit_status(report)
+
+
+def _index(
+    app: App, conn: sqlite3.Connection, transcripts: list[Transcript], workers: int | None, skipped: list[Skipped]
+) -> IndexReport:
+    """Index `transcripts` with a progress bar of the bytes read."""
+    total = sum(_size(t.read_path) for t in transcripts)
+    with byte_progress(app.err, total, "Indexing") as progress:
+        task = progress.task_ids[0]
+
+        def advance(transcript, _report) -> None:  # type: ignore[no-untyped-def]
+            progress.update(
+                task, advance=_size(transcript.read_path), current=f"{transcript.agent} {transcript.path.name}"
+            )
+
+        try:
+            return index_transcripts(
+                conn,
+                app.config,
+                transcripts,
+                on_file=advance,
+                workers=workers or app.config.index_workers,
+                skipped=skipped,
+            )
+        except sqlite3.OperationalError as exc:  # locked past busy_timeout_ms, full, read-only
+            raise StoreError(
+                f"cannot write to {app.config.db_path}: {exc} (the files indexed so far are kept; run again)"
+            ) from None
 
 
 def _refused(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import re
+import sqlite3
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -69,7 +70,7 @@ def show_command(app: App, session: str, as_turns: bool, raw: bool, agent: str |
         return
     info = get_session(conn, session_id)
     if raw:
-        _print_raw(app, info["transcript_path"], session_id)
+        _print_raw(app, conn, info["transcript_path"], session_id)
     elif as_turns:
         _show_turns(app, info, session_turns(conn, session_id), as_json)
     else:
@@ -146,9 +147,17 @@ def _show_turns(app: App, info: dict[str, Any], turns: list[dict[str, Any]], as_
             out.print(Text(turn["tool_summary"], style="dim"))
 
 
-def _print_raw(app: App, transcript_path: str | None, session_id: str) -> None:
+def _print_raw(app: App, conn: sqlite3.Connection, transcript_path: str | None, session_id: str) -> None:
+    """The transcript file, or the archive's copy of it when the agent deleted it."""
     if not transcript_path or not Path(transcript_path).is_file():
-        raise UserError(f"the transcript of {session_id} is not on this computer")
+        from memex.archive.reader import open_copy
+
+        copy = open_copy(conn, app.config, session_id)
+        if copy is None:
+            raise UserError(f"the transcript of {session_id} is not on this computer (and memex has no copy of it)")
+        with copy:
+            _write_blocks(app, iter(lambda: copy.read(1 << 16), b""))
+        return
     with open(transcript_path, "rb") as handle:
         _write_blocks(app, iter(lambda: handle.read(1 << 16), b""))
 

@@ -8,6 +8,7 @@ from rich.text import Text
 
 from memex.cli.app import App
 from memex.cli.options import json_option
+from memex.store.archive import archive_statistics
 from memex.store.queries import statistics
 
 
@@ -17,7 +18,9 @@ from memex.store.queries import statistics
 def stats_command(app: App, as_json: bool) -> None:
     """Counts of sessions, turns, chunks… the database size, agent versions, and format drift (records of
     types an agent's adapter does not know, per agent and version)."""
-    stats = statistics(app.db_readonly(), app.config.db_path)
+    conn = app.db_readonly()
+    stats = statistics(conn, app.config.db_path)
+    stats.update(archive_statistics(conn))
     if as_json:
         app.emit_json(stats)
         return
@@ -33,7 +36,7 @@ def stats_command(app: App, as_json: bool) -> None:
     )
     stats["unknown_record_types"] = sum(d["records"] for d in drift)
     for key, value in stats.items():
-        if key == "database_bytes":
+        if key in ("database_bytes", "archive_bytes", "archived_transcript_bytes"):
             value = f"{value / 1_048_576:.1f} MiB"
         elif isinstance(value, dict):
             value = ", ".join(f"{k} {v}" for k, v in value.items()) or "—"

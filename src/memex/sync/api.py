@@ -8,7 +8,7 @@ of its raw transcript. Plain functions over a read-only connection, with no HTTP
 | `GET /v1/search?q=…&limit=&agent=&project=&since=&until=&session=` | `{"computer", "results"}`: this |
 | | computer's own sessions, as `memex search --json` gives them |
 | `GET /v1/sessions/<id>/mirror` | `{"session", "mirror"}` of a session indexed here |
-| `GET /v1/sessions/<id>/raw` | the transcript file of a session indexed here, streamed |
+| `GET /v1/sessions/<id>/raw` | the transcript file of a session indexed here (or its archived copy) |
 
 Every route but health needs `Authorization: Bearer <token>` (401 otherwise, before anything else is
 looked at). A session is named only by its id, checked against a strict pattern and looked up in the
@@ -144,6 +144,17 @@ def mirror(conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
 def transcript_path(conn: sqlite3.Connection, session_id: str) -> str | None:
     """The transcript file the store recorded for a session indexed here (ApiFailure 404 for others)."""
     return _local_session(conn, session_id)["transcript_path"]
+
+
+def archived_transcript(conn: sqlite3.Connection, config: Config, session_id: str) -> Any:
+    """A reader of the archive's copy of a session's transcript (its file is gone), or None."""
+    from memex.archive.frames import ArchiveCorrupt
+    from memex.archive.reader import open_copy
+
+    try:
+        return open_copy(conn, config, session_id)
+    except (OSError, ArchiveCorrupt):
+        return None
 
 
 def _local_session(conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:

@@ -197,7 +197,7 @@ class _Routes:
 
     async def raw(self, request: Request) -> Response:
         session_id = api.checked_session_id(request.path_params["session_id"])
-        handle, size = await self._with_store(request, lambda conn: _open_transcript(conn, session_id))
+        handle, size = await self._with_store(request, lambda conn: _open_transcript(conn, self.config, session_id))
         headers = {"Content-Length": str(size), "X-Memex-Computer": self.config.computer}
         return StreamingResponse(self._blocks(handle, size), headers=headers, media_type="application/octet-stream")
 
@@ -236,13 +236,16 @@ class _Routes:
             handle.close()
 
 
-def _open_transcript(conn: sqlite3.Connection, session_id: str) -> tuple[IO[bytes], int]:
-    """The transcript the store recorded for the session, open, and its size now."""
+def _open_transcript(conn: sqlite3.Connection, config: Config, session_id: str) -> tuple[IO[bytes], int]:
+    """The transcript the store recorded for the session (or the archive's copy of it), open, and its size."""
     path = api.transcript_path(conn, session_id)
     try:
         handle = open(path, "rb")  # type: ignore[arg-type]  # noqa: SIM115 (closed by the stream)
     except (OSError, TypeError):
-        raise ApiFailure(410, "the transcript of this session is no longer on disk") from None
+        copy = api.archived_transcript(conn, config, session_id)
+        if copy is None:
+            raise ApiFailure(410, "the transcript of this session is no longer on disk") from None
+        return copy, copy.size  # type: ignore[return-value]  # read like a file
     return handle, os.fstat(handle.fileno()).st_size
 
 
