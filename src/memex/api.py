@@ -15,6 +15,7 @@ for nothing it does not use.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from memex.errors import UserError
 from memex.store.queries import Filters
 
 if TYPE_CHECKING:
+    from memex.archive.reader import ArchiveReader
     from memex.embed.worker import DrainReport
     from memex.ingest.indexer import FileReport, IndexReport
     from memex.ingest.mirrors import Mirror
@@ -56,6 +58,7 @@ class Discovery:
     transcripts: list[Transcript]
     skipped: list[Skipped] = field(default_factory=list)
     refused: list[Skipped] = field(default_factory=list)
+    defaults: bool = False  # found in the agents' default folders (no paths given)
 
     @property
     def total_bytes(self) -> int:
@@ -128,7 +131,7 @@ class Memex:
         claimed |= {safe_resolve(s.path) for s in skipped}
         reason = f"not a transcript of {' or '.join(chosen)}"
         refused = [Skipped(p, reason) for p in paths if not p.is_dir() and safe_resolve(p) not in claimed]
-        return Discovery(roots, transcripts, skipped, refused)
+        return Discovery(roots, transcripts, skipped, refused, defaults=not paths)
 
     def index(
         self,
@@ -140,19 +143,28 @@ class Memex:
         """Ingest what `found` lists (default: every agent's default folders) incrementally: re-running reads
         only what changed. A file that fails is reported and the others are indexed; StoreError when the
         store cannot be written (what was indexed so far is kept)."""
+        from memex.archive.reader import archived_sources
         from memex.errors import StoreError
         from memex.ingest.indexer import index_transcripts
 
         found = found or self.discover()
+        # Over the default folders: also the transcripts the agents deleted whose archived copies must be
+        # parsed again (a rebuilt store).
+        restoring: contextlib.AbstractContextManager[list[Transcript]] = (
+            archived_sources(self.conn, self.config, list(found.roots), found.transcripts)
+            if found.defaults
+            else contextlib.nullcontext([])
+        )
         try:
-            report = index_transcripts(
-                self.conn,
-                self.config,
-                found.transcripts,
-                on_file=on_file,
-                workers=workers or self.config.index_workers,
-                skipped=found.skipped,
-            )
+            with restoring as restored:
+                report = index_transcripts(
+                    self.conn,
+                    self.config,
+                    [*found.transcripts, *restored],
+                    on_file=on_file,
+                    workers=workers or self.config.index_workers,
+                    skipped=found.skipped,
+                )
         except sqlite3.OperationalError as exc:  # locked past busy_timeout_ms, full, read-only
             raise StoreError(
                 f"cannot write to {self.config.db_path}: {exc} (the files indexed so far are kept; run again)"
@@ -326,8 +338,22 @@ class Memex:
             return remote_raw(self.config, mirror.computer, self.conn, session_id)
         path = get_session(self.conn, session_id)["transcript_path"]
         if not path or not Path(path).is_file():
-            raise UserError(f"the transcript of {session_id} is not on this computer")
+            copy = self.archived_copy(session_id)
+            if copy is None:
+                raise UserError(f"the transcript of {session_id} is not on this computer (and memex has no copy of it)")
+            return _reader_blocks(copy)
         return _file_blocks(Path(path))
+
+    def archived_copy(self, session_id: str) -> ArchiveReader | None:
+        """A reader of the archive's copy of a session's transcript (for when the agent deleted it), or None
+        when memex holds none or it cannot be read."""
+        from memex.archive.frames import ArchiveCorrupt
+        from memex.archive.reader import open_copy
+
+        try:
+            return open_copy(self.conn, self.config, session_id)
+        except (OSError, ArchiveCorrupt):
+            return None
 
     def session_mirror(self, session_id: str, *, redacted: bool = True) -> SessionView:
         """A session indexed here and its mirror, as another computer gets it (`GET /v1/sessions/<id>/mirror`):
@@ -408,9 +434,10 @@ class Memex:
     def stats(self) -> Stats:
         """What the store holds, its size, the agents' versions, format drift and embedding failures."""
         from memex.results import Stats
+        from memex.store.archive import archive_statistics
         from memex.store.queries import statistics
 
-        return Stats(**statistics(self.conn, self.config.db_path))
+        return Stats(**statistics(self.conn, self.config.db_path), **archive_statistics(self.conn))
 
     def computers(self) -> ComputerList:
         """The computers sharing mirrors under this prefix (live: their daemon runs now), and this one."""
@@ -486,3 +513,8 @@ def _size(path: Path) -> int:
 def _file_blocks(path: Path) -> Iterator[bytes]:
     with open(path, "rb") as handle:
         yield from iter(lambda: handle.read(1 << 16), b"")
+
+
+def _reader_blocks(reader: ArchiveReader) -> Iterator[bytes]:
+    with reader:
+        yield from iter(lambda: reader.read(1 << 16), b"")

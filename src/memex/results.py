@@ -225,6 +225,12 @@ class Stats:
     embed_errors: list[dict[str, Any]]
     agent_versions: dict[str, dict[str, int]]
     unknown_record_types: list[dict[str, Any]]
+    # The archive (copies of the transcripts, kept when the agents delete them).
+    archived_transcripts: int
+    archived_transcript_bytes: int
+    archive_bytes: int
+    archive_ratio: float | None
+    archived_originals_gone: int
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

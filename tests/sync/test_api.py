@@ -94,10 +94,20 @@ def test_unknown_sessions_are_404(alpha: Computer) -> None:
             assert json.loads(body)["error"]
 
 
-def test_a_transcript_gone_from_disk_is_410(alpha: Computer) -> None:
+def test_a_transcript_gone_from_disk_is_served_from_the_archive(alpha: Computer) -> None:
     transcript = alpha.claude_dir / "-Users-chloe-c-slay" / SLAY.name
     transcript.unlink()
-    assert get(alpha, f"/v1/sessions/{SLAY_ID}/raw")[0] == 410
+    status, body, headers = get(alpha, f"/v1/sessions/{SLAY_ID}/raw")
+    assert status == 200 and body == SLAY.read_bytes()
+    assert int(headers["Content-Length"]) == SLAY.stat().st_size
+
+
+def test_a_transcript_gone_from_disk_without_a_copy_is_410(computers) -> None:
+    computer = computers("alpha", archive_enabled=0)
+    computer.add_claude(SLAY, "-Users-chloe-c-slay")
+    computer.start(serve_api=True)
+    (computer.claude_dir / "-Users-chloe-c-slay" / SLAY.name).unlink()
+    assert get(computer, f"/v1/sessions/{SLAY_ID}/raw")[0] == 410
 
 
 TRAVERSALS = [

@@ -70,7 +70,9 @@ def index_command(
         task = progress.task_ids[0]
 
         def advance(transcript: Transcript, _report: FileReport) -> None:
-            progress.update(task, advance=_size(transcript.path), current=f"{transcript.agent} {transcript.path.name}")
+            progress.update(
+                task, advance=_size(transcript.read_path), current=f"{transcript.agent} {transcript.path.name}"
+            )
 
         report = memex.index(found, workers=workers, on_file=advance)
     for warning in report.warnings:

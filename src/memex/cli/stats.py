@@ -32,7 +32,7 @@ def stats_command(app: App, as_json: bool) -> None:
     )
     stats["unknown_record_types"] = sum(d["records"] for d in drift)
     for key, value in stats.items():
-        if key == "database_bytes":
+        if key in ("database_bytes", "archive_bytes", "archived_transcript_bytes"):
             value = f"{value / 1_048_576:.1f} MiB"
         elif isinstance(value, dict):
             value = ", ".join(f"{k} {v}" for k, v in value.items()) or "—"

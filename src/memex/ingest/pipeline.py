@@ -371,13 +371,13 @@ def plan_ingest(conn: sqlite3.Connection, transcript: Transcript, claimed: dict[
         claimed.setdefault(session_id, _path_key(transcript.path))
     plan = Plan(transcript, session_id, agent_id, "missing")
     try:
-        stat = transcript.path.stat()
+        stat = transcript.read_path.stat()
         plan.size, plan.mtime_ns = stat.st_size, stat.st_mtime_ns
         state = load_state(conn, session_id, agent_id)
         if state and state.file_size == stat.st_size and state.file_mtime_ns == stat.st_mtime_ns:
             plan.status = "unchanged"
             return plan
-        with open_regular(transcript.path) as handle:
+        with open_regular(transcript.read_path) as handle:
             if state is None:
                 plan.status = "new"
             elif is_incremental(transcript.agent) and is_append_of(handle, stat.st_size, state):
@@ -430,7 +430,7 @@ def parse_stream(
     parsed.end_offset, parsed.next_line = state.resume_offset, state.resume_line_index
     builder = TurnBuilder(agent_id, is_sidechain=bool(agent_id))
     offsets: dict[int, int] = {}
-    lines = source.read_entries(transcript.path, state.resume_offset, state.resume_line_index, max_line_bytes)
+    lines = source.read_entries(transcript.read_path, state.resume_offset, state.resume_line_index, max_line_bytes)
     for line, entry in lines:
         offsets[line.line_index] = line.start
         parsed.end_offset, parsed.next_line = line.end, line.line_index + 1
@@ -473,7 +473,7 @@ def parse_stream(
     parsed.project_dir = plan.project_dir or parsed.facts.cwd
     parsed.turns = prepare_turns(turns, parsed.project_dir, max_tokens, overlap_tokens)
     try:
-        with open_regular(transcript.path) as handle:
+        with open_regular(transcript.read_path) as handle:
             parsed.checks = file_checks(handle, parsed.end_offset)
     except FileNotFoundError:
         pass
@@ -581,10 +581,14 @@ def ingest_planned(conn: sqlite3.Connection, config: Config, plan: Plan, parsed:
     with transaction(conn):
         current = plan_ingest(conn, plan.transcript)
         if current.status in IDLE:
-            return idle_report(current)
-        if parsed is None or not current.same_work(plan):
-            parsed = parse_stream(current, config.chunk_max_tokens, config.chunk_overlap_tokens, config.max_line_bytes)
-        return write_stream(conn, config, current, parsed)
+            report = idle_report(current)
+        else:
+            if parsed is None or not current.same_work(plan):
+                parsed = parse_stream(
+                    current, config.chunk_max_tokens, config.chunk_overlap_tokens, config.max_line_bytes
+                )
+            report = write_stream(conn, config, current, parsed)
+    return archived(conn, config, plan.transcript, report)
 
 
 def ingest_transcript(conn: sqlite3.Connection, config: Config, transcript: Transcript) -> FileReport:
@@ -595,10 +599,28 @@ def ingest_transcript(conn: sqlite3.Connection, config: Config, transcript: Tran
     with transaction(conn):
         plan = plan_ingest(conn, transcript)
         if plan.status in IDLE:
-            return idle_report(plan)
-        try:
-            parsed = parse_stream(plan, config.chunk_max_tokens, config.chunk_overlap_tokens, config.max_line_bytes)
-        except FileNotFoundError:
-            plan.status = "missing"
-            return idle_report(plan)
-        return write_stream(conn, config, plan, parsed)
+            report = idle_report(plan)
+        else:
+            try:
+                parsed = parse_stream(plan, config.chunk_max_tokens, config.chunk_overlap_tokens, config.max_line_bytes)
+            except FileNotFoundError:
+                plan.status = "missing"
+                return idle_report(plan)
+            report = write_stream(conn, config, plan, parsed)
+    return archived(conn, config, transcript, report)
+
+
+def archived(conn: sqlite3.Connection, config: Config, transcript: Transcript, report: FileReport) -> FileReport:
+    """`report`, once the archive's copy of the transcript is up to date (`memex.archive`); a copy that
+    cannot be written is a warning, never a failed ingest."""
+    if not config.archive_enabled or transcript.source is not None or report.status in ("missing", "failed"):
+        return report
+    from memex.archive.copies import Stream, keep_copy  # zstandard only when there is something to copy
+    from memex.archive.frames import ArchiveCorrupt
+
+    stream = Stream(transcript.agent, report.session_id, report.agent_id, transcript.path, transcript.session_id)
+    try:
+        keep_copy(conn, config, stream)
+    except (OSError, ArchiveCorrupt) as exc:
+        report.warnings.append(f"{transcript.path}: not archived ({reason_of(exc)})")
+    return report

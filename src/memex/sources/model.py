@@ -101,3 +101,11 @@ class Transcript:
     # What the agent says of a subagent (Claude's `agent-<id>.meta.json`: agentType, description).
     agent_type: str | None = None
     description: str | None = None
+    # The file to read when it is not `path`: the archive's restored copy of a transcript the agent deleted
+    # (the session keeps `path` as its transcript).
+    source: Path | None = None
+
+    @property
+    def read_path(self) -> Path:
+        """The file holding this transcript's bytes."""
+        return self.source or self.path

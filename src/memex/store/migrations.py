@@ -481,6 +481,39 @@ MIGRATIONS: list[str] = [
     UPDATE sessions SET file_mtime_ns = -1, head_hash = 'reparse' WHERE file_size IS NOT NULL;
     UPDATE subagent_sessions SET file_mtime_ns = -1, head_hash = 'reparse';
     """,
+    # 8: the archive and forgetting. `archive_streams` caches what each compressed copy of a transcript in
+    # `$MEMEX_HOME/archive` holds (the file itself is the truth: a store rebuilt from scratch finds its copies
+    # again by reading their headers): the stream it copies, the source file, how many of its bytes are
+    # archived and the size they take, and when the source was last seen. Not tied to `sessions` by a
+    # foreign key: a copy outlives its session's rows (a clean rebuild) until `memex forget` removes it.
+    # `forgotten`: sessions the user asked memex to forget (a tombstone per session and computer), so
+    # re-indexing a transcript still on disk, or a mirror delivered again, does not bring them back.
+    """
+    CREATE TABLE archive_streams (
+        session_id TEXT NOT NULL,
+        agent_id TEXT NOT NULL DEFAULT '',
+        agent TEXT NOT NULL,
+        source_path TEXT NOT NULL,
+        archive_path TEXT NOT NULL,
+        raw_bytes INTEGER NOT NULL,
+        stored_bytes INTEGER NOT NULL,
+        pieces INTEGER NOT NULL,
+        source_size INTEGER,
+        source_mtime_ns INTEGER,
+        source_gone_at TEXT,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (session_id, agent_id)
+    );
+    CREATE UNIQUE INDEX archive_streams_path ON archive_streams(archive_path);
+
+    CREATE TABLE forgotten (
+        session_id TEXT NOT NULL,
+        computer TEXT NOT NULL,
+        forgotten_at TEXT NOT NULL,
+        transcript_path TEXT,
+        PRIMARY KEY (session_id, computer)
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,5 +1,6 @@
 -- Snapshot of the schema the migrations produce (tests/store/test_db.py keeps it in step).
 -- Regenerate: uv run python -m memex.store.snapshot
+CREATE UNIQUE INDEX archive_streams_path ON archive_streams(archive_path);
 CREATE INDEX chunks_turn_id ON chunks(turn_id);
 CREATE INDEX embed_jobs_queue ON embed_jobs(status, level, id);
 CREATE INDEX embed_jobs_version ON embed_jobs(model_version, status);
@@ -20,12 +21,14 @@ CREATE INDEX turns_started_at ON turns(started_at);
 CREATE INDEX vectors_model ON vectors(model_name, level, id);
 CREATE INDEX vectors_text_hash ON vectors(text_hash);
 CREATE TABLE access_pattern_state ( model_version TEXT PRIMARY KEY, turn_watermark INTEGER NOT NULL, updated_at TEXT NOT NULL );
+CREATE TABLE archive_streams ( session_id TEXT NOT NULL, agent_id TEXT NOT NULL DEFAULT '', agent TEXT NOT NULL, source_path TEXT NOT NULL, archive_path TEXT NOT NULL, raw_bytes INTEGER NOT NULL, stored_bytes INTEGER NOT NULL, pieces INTEGER NOT NULL, source_size INTEGER, source_mtime_ns INTEGER, source_gone_at TEXT, updated_at TEXT NOT NULL, PRIMARY KEY (session_id, agent_id) );
 CREATE TABLE chunks ( id INTEGER PRIMARY KEY AUTOINCREMENT, turn_id INTEGER NOT NULL REFERENCES turns(id) ON DELETE CASCADE, chunk_index INTEGER NOT NULL, content TEXT NOT NULL, fts_text TEXT );
 CREATE VIRTUAL TABLE chunks_fts USING fts5( body, content='chunks_fts_source', content_rowid='id', tokenize='unicode61 remove_diacritics 2' );
 CREATE TABLE computers ( computer TEXT PRIMARY KEY, version TEXT, api_url TEXT, sessions INTEGER, started_at TEXT, last_seen TEXT NOT NULL );
 CREATE TABLE embed_jobs ( id INTEGER PRIMARY KEY AUTOINCREMENT, level TEXT NOT NULL CHECK (level IN ('chunk', 'turn', 'session')), owner_id INTEGER NOT NULL, text_hash TEXT NOT NULL DEFAULT '', model_version TEXT NOT NULL DEFAULT '', status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'done', 'error')), attempts INTEGER NOT NULL DEFAULT 0, last_error TEXT, next_attempt_at TEXT, updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')), UNIQUE (level, owner_id) );
 CREATE TABLE entries ( id INTEGER PRIMARY KEY, session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE, agent_id TEXT NOT NULL DEFAULT '', line_index INTEGER NOT NULL, entry_type TEXT NOT NULL, kind TEXT NOT NULL, role TEXT, timestamp TEXT, uuid TEXT, parent_uuid TEXT, message_id TEXT, text TEXT, is_sidechain INTEGER NOT NULL DEFAULT 0, UNIQUE (session_id, agent_id, line_index) );
 CREATE TABLE file_mentions ( id INTEGER PRIMARY KEY, turn_id INTEGER NOT NULL REFERENCES turns(id) ON DELETE CASCADE, session_id TEXT NOT NULL, file_path TEXT NOT NULL, tool_name TEXT NOT NULL );
+CREATE TABLE forgotten ( session_id TEXT NOT NULL, computer TEXT NOT NULL, forgotten_at TEXT NOT NULL, transcript_path TEXT, PRIMARY KEY (session_id, computer) );
 CREATE TABLE "mirror_records" ( id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, computer TEXT NOT NULL, agent TEXT NOT NULL, project TEXT, title TEXT, timestamp_start TEXT, timestamp_end TEXT, metadata TEXT NOT NULL DEFAULT '{}', content_hash TEXT NOT NULL, updated_at TEXT NOT NULL, UNIQUE (session_id, computer) );
 CREATE TABLE mirror_segments ( id INTEGER PRIMARY KEY, mirror_id INTEGER NOT NULL REFERENCES mirror_records(id) ON DELETE CASCADE, start INTEGER NOT NULL, length INTEGER NOT NULL, digest TEXT, title TEXT NOT NULL DEFAULT '', spans TEXT NOT NULL DEFAULT '[]', body TEXT NOT NULL, fts_body TEXT );
 CREATE TABLE mirror_state ( session_id TEXT PRIMARY KEY REFERENCES sessions(session_id) ON DELETE CASCADE, line_index INTEGER NOT NULL, messages INTEGER NOT NULL, chars INTEGER NOT NULL, last_role TEXT, last_start INTEGER, last_chars INTEGER NOT NULL DEFAULT 0, last_timestamp TEXT, head INTEGER, tail_start INTEGER, content_hash TEXT NOT NULL, recipe TEXT NOT NULL );

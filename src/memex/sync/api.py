@@ -8,7 +8,7 @@ connection and return its JSON (`memex.results` documents the shapes); `sync/ser
 | `GET /v1/search?q=…&limit=&agent=&project=&since=&until=&session=` | `{"computer", "results"}`: this |
 | | computer's own sessions, as `memex search --json` gives them |
 | `GET /v1/sessions/<id>/mirror` | `{"session", "mirror"}` of a session indexed here |
-| `GET /v1/sessions/<id>/raw` | the transcript file of a session indexed here, streamed |
+| `GET /v1/sessions/<id>/raw` | the transcript file of a session indexed here (or its archived copy) |
 
 Every route but health needs `Authorization: Bearer <token>` (401 otherwise, before anything else is
 looked at). A session is named only by its id, checked against a strict pattern and looked up in the
@@ -23,12 +23,15 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memex.api import Memex
 from memex.config import Config
 from memex.errors import UserError
 from memex.store.queries import Filters
+
+if TYPE_CHECKING:
+    from memex.archive.reader import ArchiveReader
 
 # Session ids are UUIDs, Codex and Gemini ids, or `<id>-<hash>`: letters, digits, `-` and `_`.
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
@@ -112,3 +115,8 @@ def transcript_path(conn: sqlite3.Connection, config: Config, session_id: str) -
         return Memex(config, conn).transcript_path(session_id)
     except UserError:
         raise ApiFailure(404, "no such session") from None
+
+
+def archived_transcript(conn: sqlite3.Connection, config: Config, session_id: str) -> ArchiveReader | None:
+    """A reader of the archive's copy of a session's transcript (its file is gone), or None."""
+    return Memex(config, conn).archived_copy(session_id)

@@ -237,12 +237,15 @@ class _Routes:
 
 
 def _open_transcript(conn: sqlite3.Connection, config: Config, session_id: str) -> tuple[IO[bytes], int]:
-    """The transcript the store recorded for the session, open, and its size now."""
+    """The transcript the store recorded for the session (or the archive's copy of it), open, and its size."""
     path = api.transcript_path(conn, config, session_id)
     try:
         handle = open(path, "rb")  # type: ignore[arg-type]  # noqa: SIM115 (closed by the stream)
     except (OSError, TypeError):
-        raise ApiFailure(410, "the transcript of this session is no longer on disk") from None
+        copy = api.archived_transcript(conn, config, session_id)
+        if copy is None:
+            raise ApiFailure(410, "the transcript of this session is no longer on disk") from None
+        return copy, copy.size  # type: ignore[return-value]  # read like a file
     return handle, os.fstat(handle.fileno()).st_size
 
 

@@ -1,0 +1,295 @@
+"""Keeping the archive's copy of a transcript up to date: append what the transcript gained, verified.
+
+`keep_copy` brings one stream's copy in line with its source. A source that only grew gets new pieces
+appended (never the whole file rewritten per turn); one whose archived bytes changed (a rewrite: Gemini's
+JSON chats) is copied again whole. Every piece written is read back and checked against the hash of the
+source bytes it was made from.
+
+Crash safety: pieces are appended after cutting off whatever an interrupted write left past the last
+complete piece, then synced, and only then recorded in the store (the file is the truth, the row a cache).
+Whole-file writes go to a temporary file renamed over the old copy. A kill at any moment leaves either the
+old copy or the new one, each readable; the next run completes it. Writers of one archive take a lock.
+
+When more than `COMPACT_PIECES` small pieces have piled up at the end (one per turn of a long session),
+they are merged into full ones: the file is rebuilt from a byte copy of its full pieces and the merged
+tail, then renamed over the old one, so compression stays close to that of one frame.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import re
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import BinaryIO
+
+from memex.archive import frames
+from memex.config import Config
+from memex.sources.files import open_regular
+from memex.store.archive import ArchiveRow, archive_row, mark_source_gone, save_archive_row
+from memex.store.db import make_private_folder, open_private, transaction
+
+# Small pieces at the end of a file (less than a full piece each) merged once there are this many: a frame
+# per turn compresses about a third worse than one frame, and merging costs a copy of the file's compressed
+# bytes, so it is done every few dozen turns.
+COMPACT_PIECES = 24
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+class SourceChanged(OSError):
+    """The transcript shrank while it was copied (it is copied again on the next run)."""
+
+
+@dataclass(frozen=True)
+class Stream:
+    """One transcript to archive: a session's main file (`agent_id` empty) or one subagent's."""
+
+    agent: str
+    session_id: str  # as the store keys it
+    agent_id: str
+    source: Path
+    transcript_session_id: str = ""  # the id the transcript names, when the store's differs
+
+
+@dataclass
+class KeepReport:
+    """What `keep_copy` did: new, appended, compacted, rewritten, unchanged, missing (source gone)."""
+
+    status: str
+    raw_bytes: int = 0
+    stored_bytes: int = 0
+
+
+def archive_root(config: Config) -> Path:
+    """The folder holding every archive file."""
+    return config.home / "archive"
+
+
+def _safe(name: str) -> str:
+    clean = _UNSAFE.sub("_", name)[:100]
+    if clean != name:  # two names made the same by the cleaning stay apart
+        clean += "-" + hashlib.blake2b(name.encode(), digest_size=4).hexdigest()
+    return clean or "_"
+
+
+def relative_path(stream: Stream) -> str:
+    """Where a stream's copy lives under the archive folder: `<agent>/<session>/<main|agent-id>.zst`."""
+    name = f"agent-{_safe(stream.agent_id)}" if stream.agent_id else "main"
+    return f"{_safe(stream.agent)}/{_safe(stream.session_id)}/{name}.zst"
+
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+@contextlib.contextmanager
+def archive_lock(root: Path) -> Iterator[None]:
+    """The archive's writer lock (a daemon, a Stop hook and `memex index` may copy the same stream)."""
+    make_private_folder(root)
+    fd = open_private(root / ".lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _head_hash(source: BinaryIO, end: int) -> str:
+    source.seek(0)
+    return frames.digest(source.read(min(frames.HEAD_BYTES, end)))
+
+
+def _range_hash(source: BinaryIO, start: int, end: int) -> str:
+    source.seek(start)
+    return frames.digest(source.read(end - start))
+
+
+def _is_prefix(source: BinaryIO, size: int, scan: frames.Scan) -> bool:
+    """Whether the source still begins with the archived bytes (its head and last piece hash the same)."""
+    if not scan.pieces:
+        return True
+    last = scan.pieces[-1]
+    if size < last.end:
+        return False
+    return _head_hash(source, last.end) == last.head_hash and _range_hash(source, last.offset, last.end) == last.hash
+
+
+def _write_pieces(out: BinaryIO, source: BinaryIO, start: int, end: int, level: int) -> int:
+    """Append pieces holding the source's bytes [start, end) to `out`; returns how many."""
+    count = 0
+    position = start
+    while position < end:
+        source.seek(position)
+        raw = source.read(min(frames.PIECE_MAX_BYTES, end - position))
+        if not raw:
+            raise SourceChanged(f"{source.name} shrank while it was archived")
+        head = frames.digest(raw[: frames.HEAD_BYTES]) if position == 0 else _head_hash(source, position + len(raw))
+        out.write(frames.piece(raw, position, head, level, os.fstat(source.fileno()).st_mtime_ns))
+        position += len(raw)
+        count += 1
+    return count
+
+
+def _verify(path: Path, from_offset: int) -> frames.Scan:
+    """Scan a written archive and decompress every piece from transcript byte `from_offset` on (each is
+    checked against the hash of the source bytes it was made from); ArchiveCorrupt when one fails."""
+    with open(path, "rb") as handle:
+        scan = frames.scan(handle, os.fstat(handle.fileno()).st_size)
+        if scan is None:
+            raise frames.ArchiveCorrupt(f"{path} has no archive header after writing")
+        for item in scan.pieces:
+            if item.end > from_offset:
+                frames.read_piece(handle, item)
+    return scan
+
+
+def _sync_folder(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _rebuild(
+    target: Path, prefix: bytes | tuple[Path, int], source: BinaryIO, start: int, end: int, level: int
+) -> None:
+    """Write a new copy beside `target` (its first bytes: `prefix`, or that many bytes copied from a file),
+    then the pieces of the source's [start, end), and rename it over `target`."""
+    temporary = target.with_name(target.name + ".tmp")
+    fd = open_private(temporary, os.O_WRONLY | os.O_TRUNC)
+    with os.fdopen(fd, "wb") as out:
+        if isinstance(prefix, bytes):
+            out.write(prefix)
+        else:
+            old, length = prefix
+            with open(old, "rb") as handle:
+                while length > 0:
+                    block = handle.read(min(1 << 20, length))
+                    if not block:
+                        raise frames.ArchiveCorrupt(f"{old} shrank while it was compacted")
+                    out.write(block)
+                    length -= len(block)
+        _write_pieces(out, source, start, end, level)
+        out.flush()
+        os.fsync(out.fileno())
+    _verify(temporary, start)
+    temporary.replace(target)
+    _sync_folder(target.parent)
+
+
+def _append(target: Path, keep: int, source: BinaryIO, start: int, end: int, level: int) -> None:
+    """Cut `target` to its first `keep` bytes (what an interrupted write left after them goes), then append
+    the pieces of the source's [start, end) and sync."""
+    fd = open_private(target, os.O_RDWR)
+    with os.fdopen(fd, "r+b") as out:
+        out.truncate(keep)
+        out.seek(keep)
+        _write_pieces(out, source, start, end, level)
+        out.flush()
+        os.fsync(out.fileno())
+    _verify(target, start)
+
+
+def _scan(target: Path) -> frames.Scan | None:
+    try:
+        with open(target, "rb") as handle:
+            return frames.scan(handle, os.fstat(handle.fileno()).st_size)
+    except FileNotFoundError:
+        return None
+
+
+def _small_tail(scan: frames.Scan) -> list[frames.Piece]:
+    """The pieces at the end of the file that are not full."""
+    tail: list[frames.Piece] = []
+    for item in reversed(scan.pieces):
+        if item.length >= frames.PIECE_MAX_BYTES:
+            break
+        tail.append(item)
+    return tail[::-1]
+
+
+def _header_info(stream: Stream) -> dict[str, str]:
+    return {
+        "agent": stream.agent,
+        "session_id": stream.session_id,
+        "agent_id": stream.agent_id,
+        "transcript_session_id": stream.transcript_session_id or stream.session_id,
+        "source": str(stream.source),
+    }
+
+
+def _update(target: Path, stream: Stream, source: BinaryIO, size: int, level: int) -> str:
+    """Bring the copy at `target` up to the source's first `size` bytes; returns what was done."""
+    scan = _scan(target)
+    if scan is None or not _is_prefix(source, size, scan) or scan.header.get("source") != str(stream.source):
+        status = "new" if scan is None else "rewritten"
+        make_private_folder(target.parent)
+        _rebuild(target, frames.header(_header_info(stream)), source, 0, size, level)
+        return status
+    archived = scan.raw_bytes
+    if archived == size:
+        if scan.end != scan.size:  # an interrupted write left bytes past the last piece
+            _append(target, scan.end, source, size, size, level)
+        return "unchanged"
+    tail = _small_tail(scan)
+    if len(tail) + 1 > COMPACT_PIECES:
+        _rebuild(target, (target, tail[0].at), source, tail[0].offset, size, level)
+        return "compacted"
+    _append(target, scan.end, source, archived, size, level)
+    return "appended"
+
+
+def keep_copy(conn: sqlite3.Connection, config: Config, stream: Stream) -> KeepReport:
+    """Bring the archive's copy of `stream` up to date with its source and record it in the store.
+
+    A source that is gone is noted (the copy stays); an unchanged one (same size and time as recorded,
+    copy of the recorded size) costs a lookup and a `stat`.
+    """
+    root = archive_root(config)
+    row = archive_row(conn, stream.session_id, stream.agent_id)
+    relative = row.archive_path if row else relative_path(stream)
+    target = root / relative
+    try:
+        source = open_regular(stream.source)
+    except FileNotFoundError:
+        if row is not None:
+            with transaction(conn):
+                mark_source_gone(conn, stream.session_id, stream.agent_id, now())
+        return KeepReport("missing", row.raw_bytes if row else 0, row.stored_bytes if row else 0)
+    with source:
+        stat = os.fstat(source.fileno())
+        if row is not None and (row.source_size, row.source_mtime_ns) == (stat.st_size, stat.st_mtime_ns):
+            with contextlib.suppress(FileNotFoundError):
+                if target.stat().st_size == row.stored_bytes and row.raw_bytes == stat.st_size:
+                    return KeepReport("unchanged", row.raw_bytes, row.stored_bytes)
+        with archive_lock(root):
+            status = _update(target, stream, source, stat.st_size, config.archive_level)
+            scan = _scan(target)
+            assert scan is not None
+            record = ArchiveRow(
+                stream.session_id,
+                stream.agent_id,
+                stream.agent,
+                str(stream.source),
+                relative,
+                scan.raw_bytes,
+                scan.size,
+                len(scan.pieces),
+                stat.st_size,
+                stat.st_mtime_ns,
+                None,
+                now(),
+            )
+            with transaction(conn):
+                save_archive_row(conn, record)
+    return KeepReport(status, record.raw_bytes, record.stored_bytes)
+
+
+__all__ = ["KeepReport", "SourceChanged", "Stream", "archive_root", "keep_copy", "relative_path"]

@@ -1,0 +1,176 @@
+"""Reading the archive back: a transcript whose file is gone, as a stream of bytes or a restored file.
+
+`open_copy` gives a file-like reader of a session's archived transcript (what `memex show --raw` and the
+HTTP API's raw route serve when the original is gone). `archived_sources` restores, for a re-parse, the
+streams whose original is gone and whose indexed state no longer matches the copy (a store rebuilt from
+scratch, a format change that asked for every stream to be read again): each is decompressed into a
+private temporary folder, with its original's time, and handed to ingest as the `source` of a transcript
+that keeps its original path (the session stays the one it was).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from memex.archive import frames
+from memex.archive.copies import archive_root, now
+from memex.config import Config
+from memex.ingest.state import load_state
+from memex.sources.model import Transcript
+from memex.store.archive import ArchiveRow, archive_rows, mark_source_gone, save_archive_row
+from memex.store.db import make_private_folder, open_private, transaction
+
+
+class ArchiveReader:
+    """The archived bytes of one transcript, read like a file (`read`, `close`, `name`, `size`)."""
+
+    def __init__(self, path: Path) -> None:
+        self.name = str(path)
+        self._handle = open(path, "rb")  # noqa: SIM115 (closed by close())
+        try:
+            scan = frames.scan(self._handle, os.fstat(self._handle.fileno()).st_size)
+        except BaseException:
+            self._handle.close()
+            raise
+        if scan is None:
+            self._handle.close()
+            raise frames.ArchiveCorrupt(f"{path} is not a memex archive")
+        self.header = scan.header
+        self.size = scan.raw_bytes
+        self.mtime_ns = scan.pieces[-1].mtime_ns if scan.pieces else None
+        self._pieces = iter(scan.pieces)
+        self._buffer = b""
+
+    def read(self, size: int = -1) -> bytes:
+        """Up to `size` bytes (all that is left when negative); b"" at the end."""
+        while size < 0 or len(self._buffer) < size:
+            item = next(self._pieces, None)
+            if item is None:
+                break
+            self._buffer += frames.read_piece(self._handle, item)
+        if size < 0:
+            size = len(self._buffer)
+        block, self._buffer = self._buffer[:size], self._buffer[size:]
+        return block
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> ArchiveReader:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+def copy_path(conn: sqlite3.Connection, config: Config, session_id: str, agent_id: str = "") -> Path | None:
+    """The archive file of a stream, when there is one."""
+    for row in archive_rows(conn, [session_id]):
+        if row.agent_id == agent_id:
+            path = archive_root(config) / row.archive_path
+            return path if path.is_file() else None
+    return None
+
+
+def open_copy(conn: sqlite3.Connection, config: Config, session_id: str, agent_id: str = "") -> ArchiveReader | None:
+    """A reader of a stream's archived transcript, or None when it has no copy."""
+    path = copy_path(conn, config, session_id, agent_id)
+    return ArchiveReader(path) if path else None
+
+
+def register_found(conn: sqlite3.Connection, config: Config) -> int:
+    """Record the archive files the store does not know (a store rebuilt from scratch): their headers say
+    what each is a copy of. Returns how many were recorded."""
+    root = archive_root(config)
+    if not root.is_dir():
+        return 0
+    known = {row.archive_path for row in archive_rows(conn)}
+    found = 0
+    for path in sorted(root.rglob("*.zst")):
+        relative = path.relative_to(root).as_posix()
+        if relative in known:
+            continue
+        try:
+            with ArchiveReader(path) as reader:
+                info, size, mtime_ns = reader.header, reader.size, reader.mtime_ns
+            stored = path.stat().st_size
+        except (OSError, frames.ArchiveCorrupt):
+            continue
+        if not all(isinstance(info.get(k), str) for k in ("agent", "session_id", "agent_id", "source")):
+            continue
+        row = ArchiveRow(
+            info["session_id"], info["agent_id"], info["agent"], info["source"], relative, size, stored, 0,
+            size, mtime_ns, None, now(),
+        )  # fmt: skip
+        with transaction(conn):
+            save_archive_row(conn, row)
+        found += 1
+    return found
+
+
+def restore(reader: ArchiveReader, target: Path, mtime_ns: int | None) -> None:
+    """Write the archived transcript to `target` (mode 0600), with its original's modification time."""
+    make_private_folder(target.parent)
+    with os.fdopen(open_private(target, os.O_WRONLY | os.O_TRUNC), "wb") as out:
+        while block := reader.read(1 << 20):
+            out.write(block)
+    if mtime_ns is not None:
+        os.utime(target, ns=(mtime_ns, mtime_ns))
+
+
+def _needs_parse(conn: sqlite3.Connection, row: ArchiveRow) -> bool:
+    """Whether the store's state of a stream is not what its copy holds (never read, or to be read again)."""
+    state = load_state(conn, row.session_id, row.agent_id)
+    if state is None or state.file_size != row.raw_bytes:
+        return True
+    return row.source_mtime_ns is not None and state.file_mtime_ns != row.source_mtime_ns
+
+
+@contextlib.contextmanager
+def archived_sources(
+    conn: sqlite3.Connection, config: Config, agents: Iterable[str], present: Iterable[Transcript] = ()
+) -> Iterator[list[Transcript]]:
+    """The archived streams of `agents` whose original is gone and that need parsing, restored for the
+    duration of the block (a temporary folder in MEMEX_HOME, removed after)."""
+    register_found(conn, config)
+    wanted = set(agents)
+    live = {str(t.path) for t in present}
+    forgotten = {r[0] for r in conn.execute("SELECT session_id FROM forgotten")}
+    gone = [row for row in archive_rows(conn) if row.source_gone_at is None and not os.path.exists(row.source_path)]
+    if gone:
+        with transaction(conn):
+            for row in gone:
+                mark_source_gone(conn, row.session_id, row.agent_id, now())
+    rows = [
+        row
+        for row in archive_rows(conn)
+        if row.agent in wanted
+        and row.source_path not in live
+        and row.session_id not in forgotten
+        and not os.path.exists(row.source_path)
+        and _needs_parse(conn, row)
+    ]
+    if not rows:
+        yield []
+        return
+    make_private_folder(config.home)
+    with tempfile.TemporaryDirectory(prefix="restore-", dir=config.home) as folder:
+        transcripts = []
+        for row in rows:
+            try:
+                with ArchiveReader(archive_root(config) / row.archive_path) as reader:
+                    transcript_id = reader.header.get("transcript_session_id") or row.session_id
+                    # The original's name and folders: adapters read the layout (a Gemini chat's suffix).
+                    target = Path(folder) / row.source_path.lstrip("/")
+                    restore(reader, target, row.source_mtime_ns)
+            except (OSError, frames.ArchiveCorrupt):
+                continue
+            transcripts.append(
+                Transcript(Path(row.source_path), row.agent, transcript_id, row.agent_id or None, source=target)
+            )
+        yield transcripts

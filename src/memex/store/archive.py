@@ -1,0 +1,96 @@
+"""Queries over `archive_streams`: what each compressed copy of a transcript holds (a cache of the files)."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, fields
+from typing import Any
+
+
+@dataclass
+class ArchiveRow:
+    """One archived stream as the store remembers it."""
+
+    session_id: str
+    agent_id: str
+    agent: str
+    source_path: str
+    archive_path: str  # relative to the archive folder
+    raw_bytes: int
+    stored_bytes: int
+    pieces: int
+    source_size: int | None
+    source_mtime_ns: int | None
+    source_gone_at: str | None
+    updated_at: str
+
+
+_COLUMNS = [f.name for f in fields(ArchiveRow)]
+
+
+def _row(found: Any) -> ArchiveRow:
+    return ArchiveRow(**{name: found[name] for name in _COLUMNS})
+
+
+def archive_row(conn: sqlite3.Connection, session_id: str, agent_id: str) -> ArchiveRow | None:
+    """The archived stream (session, agent id), or None."""
+    found = conn.execute(
+        f"SELECT {', '.join(_COLUMNS)} FROM archive_streams WHERE session_id = ? AND agent_id = ?",
+        (session_id, agent_id),
+    ).fetchone()
+    return _row(found) if found else None
+
+
+def archive_rows(conn: sqlite3.Connection, session_ids: list[str] | None = None) -> list[ArchiveRow]:
+    """Every archived stream (of `session_ids` when given), main transcripts before subagents."""
+    sql = f"SELECT {', '.join(_COLUMNS)} FROM archive_streams"
+    params: list[Any] = []
+    if session_ids is not None:
+        sql += f" WHERE session_id IN ({', '.join('?' * len(session_ids))})"
+        params = list(session_ids)
+    return [_row(r) for r in conn.execute(sql + " ORDER BY agent_id != '', session_id, agent_id", params)]
+
+
+def save_archive_row(conn: sqlite3.Connection, row: ArchiveRow) -> None:
+    """Insert or replace the record of one archived stream."""
+    conn.execute(
+        f"INSERT OR REPLACE INTO archive_streams ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})",
+        [getattr(row, name) for name in _COLUMNS],
+    )
+
+
+def mark_source_gone(conn: sqlite3.Connection, session_id: str, agent_id: str, when: str) -> None:
+    """Record that the source of an archived stream is no longer on disk (the first time it was noticed)."""
+    conn.execute(
+        "UPDATE archive_streams SET source_gone_at = coalesce(source_gone_at, ?) WHERE session_id = ? AND agent_id = ?",
+        (when, session_id, agent_id),
+    )
+
+
+def delete_archive_rows(conn: sqlite3.Connection, session_id: str) -> list[str]:
+    """Forget the archived streams of a session; returns their archive paths (the files are the caller's)."""
+    paths = [r[0] for r in conn.execute("SELECT archive_path FROM archive_streams WHERE session_id = ?", (session_id,))]
+    conn.execute("DELETE FROM archive_streams WHERE session_id = ?", (session_id,))
+    return paths
+
+
+def archive_totals(conn: sqlite3.Connection) -> dict[str, int]:
+    """Streams archived, transcript bytes they hold, bytes they take, and how many have lost their source."""
+    streams, raw, stored, gone = conn.execute(
+        "SELECT count(*), coalesce(sum(raw_bytes), 0), coalesce(sum(stored_bytes), 0), "
+        "count(source_gone_at) FROM archive_streams"
+    ).fetchone()
+    return {"streams": streams, "raw_bytes": raw, "stored_bytes": stored, "sources_gone": gone}
+
+
+def archive_statistics(conn: sqlite3.Connection) -> dict[str, Any]:
+    """What `memex stats` says of the archive: copies, their size, the compression ratio, lost originals."""
+    totals = archive_totals(conn)
+    ratio = round(totals["raw_bytes"] / totals["stored_bytes"], 2) if totals["stored_bytes"] else None
+    return {
+        "archived_transcripts": totals["streams"],
+        "archived_transcript_bytes": totals["raw_bytes"],
+        "archive_bytes": totals["stored_bytes"],
+        "archive_ratio": ratio,
+        "archived_originals_gone": totals["sources_gone"],
+    }

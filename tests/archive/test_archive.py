@@ -1,0 +1,240 @@
+"""The archive: a compressed copy of every transcript, appended as it grows, readable after a crash, and
+what `--raw` and a rebuilt store read once the agent deleted the original."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from conftest import GEMINI_LEGACY, HILLVIEW, MISC, SLAY
+from memex.archive import frames
+from memex.archive.copies import COMPACT_PIECES, Stream, archive_root, keep_copy
+from memex.archive.reader import ArchiveReader
+from memex.config import Config
+from memex.store.archive import archive_row
+from memex.store.db import connect
+
+LARGE = MISC / "large-conversation.jsonl"  # 460 lines, 1.4 MB of a real session
+SLAY_ID = SLAY.stem
+
+
+def _zstd_d(path: Path) -> bytes:
+    """What the standard decoder makes of an archive file (skippable frames are passed over)."""
+    with open(path, "rb") as handle:
+        return zstandard.ZstdDecompressor().stream_reader(handle, read_across_frames=True).read()
+
+
+def _copy(config: Config, session_id: str, agent_id: str = "") -> Path:
+    conn = connect(config.db_path)
+    try:
+        row = archive_row(conn, session_id, agent_id)
+        assert row is not None, f"no copy of {session_id}/{agent_id}"
+        return archive_root(config) / row.archive_path
+    finally:
+        conn.close()
+
+
+def _without_clock(shown: str) -> object:
+    """`show --json` output without the times the store wrote its rows (not the transcript's)."""
+    data = json.loads(shown)
+    data["session"].pop("updated_at")
+    for turn in data.get("turns", []):
+        turn.pop("id")  # turn ids are never reused
+    return data
+
+
+def _lines(path: Path) -> list[bytes]:
+    return path.read_bytes().splitlines(keepends=True)
+
+
+def test_index_archives_every_transcript_subagents_included(run, config: Config, projects: Path) -> None:
+    assert run("index", str(projects)).exit_code == 0
+    sources = sorted(projects.rglob("*.jsonl"))
+    conn = connect(config.db_path)
+    rows = conn.execute("SELECT source_path, archive_path, raw_bytes FROM archive_streams").fetchall()
+    conn.close()
+    assert sorted(Path(r["source_path"]).name for r in rows) == sorted(p.name for p in sources)
+    assert any("/agent-" in r["archive_path"] for r in rows)  # the sidechain files too
+    for row in rows:
+        copy = archive_root(config) / row["archive_path"]
+        assert _zstd_d(copy) == Path(row["source_path"]).read_bytes()  # `zstd -d` gives the transcript back
+        assert row["raw_bytes"] == Path(row["source_path"]).stat().st_size
+        assert copy.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_growing_transcript_is_appended_to_never_rewritten(run, config: Config, tmp_path: Path) -> None:
+    lines = _lines(LARGE)
+    target = tmp_path / "claude-projects" / "-home-dev-shop" / LARGE.name
+    target.parent.mkdir(parents=True)
+    target.write_bytes(b"".join(lines[:200]))
+    assert run("index").exit_code == 0
+    copy = _copy(config, LARGE.stem)
+    first = copy.read_bytes()
+    for end in (260, 300, 461):  # the session goes on: three more ingests
+        with open(target, "ab") as handle:
+            handle.write(b"".join(lines[len(_lines(target)) : end]))
+        assert run("index").exit_code == 0
+        now = copy.read_bytes()
+        assert now.startswith(first)  # what was archived stays byte for byte: only pieces were added
+        first = now
+    assert _zstd_d(copy) == LARGE.read_bytes()
+    with open(copy, "rb") as handle:
+        scan = frames.scan(handle, copy.stat().st_size)
+    assert scan is not None and len(scan.pieces) == 4 and scan.raw_bytes == LARGE.stat().st_size
+
+
+@pytest.mark.parametrize("cut", ["description", "frame", "last byte"])
+def test_a_write_cut_short_leaves_a_readable_copy_that_the_next_run_completes(
+    run, config: Config, tmp_path: Path, cut: str
+) -> None:
+    lines = _lines(LARGE)
+    target = tmp_path / "claude-projects" / "-home-dev-shop" / LARGE.name
+    target.parent.mkdir(parents=True)
+    target.write_bytes(b"".join(lines[:300]))
+    assert run("index").exit_code == 0
+    copy = _copy(config, LARGE.stem)
+    before = copy.read_bytes()
+    # The transcript grows, and the process appending its piece is killed part-way through the write.
+    target.write_bytes(LARGE.read_bytes())
+    source = io.BytesIO(LARGE.read_bytes())
+    source.seek(len(b"".join(lines[:300])))
+    piece = frames.piece(source.read(), len(b"".join(lines[:300])), "", config.archive_level)
+    keep = {"description": 5, "frame": len(piece) // 2, "last byte": len(piece) - 1}[cut]
+    with open(copy, "ab") as handle:
+        handle.write(piece[:keep])
+    with ArchiveReader(copy) as reader:  # readable: every complete piece, nothing of the torn one
+        assert reader.read() == b"".join(lines[:300])
+    assert run("index").exit_code == 0
+    assert copy.read_bytes().startswith(before)
+    assert _zstd_d(copy) == LARGE.read_bytes()
+    with ArchiveReader(copy) as reader:
+        assert reader.read() == LARGE.read_bytes()
+
+
+def test_a_rewritten_transcript_is_copied_again(run, config: Config, tmp_path: Path) -> None:
+    chat = tmp_path / "gemini-tmp" / GEMINI_LEGACY.parent.parent.name / "chats" / GEMINI_LEGACY.name
+    chat.parent.mkdir(parents=True)
+    shutil.copy(GEMINI_LEGACY, chat)
+    assert run("index").exit_code == 0
+    document = json.loads(chat.read_text())
+    document["messages"] = document["messages"][:2]  # Gemini rewrites its JSON chat in place
+    chat.write_text(json.dumps(document))
+    assert run("index").exit_code == 0
+    conn = connect(config.db_path)
+    (session_id,) = conn.execute("SELECT session_id FROM sessions").fetchone()
+    conn.close()
+    assert _zstd_d(_copy(config, session_id)) == chat.read_bytes()
+
+
+def test_small_pieces_are_merged(config: Config, tmp_path: Path) -> None:
+    lines = _lines(LARGE)
+    source = tmp_path / "s.jsonl"
+    source.write_bytes(b"")
+    conn = connect(config.db_path)
+    stream = Stream("claude", "s", "", source)
+    statuses = []
+    for count in range(1, COMPACT_PIECES + 5):
+        with open(source, "ab") as handle:
+            handle.write(lines[count])
+        statuses.append(keep_copy(conn, config, stream).status)
+    copy = archive_root(config) / archive_row(conn, "s", "").archive_path
+    conn.close()
+    assert "compacted" in statuses and statuses.count("appended") >= COMPACT_PIECES - 1
+    with open(copy, "rb") as handle:
+        scan = frames.scan(handle, copy.stat().st_size)
+    assert scan is not None and len(scan.pieces) < COMPACT_PIECES // 2
+    assert _zstd_d(copy) == source.read_bytes()
+
+
+def test_raw_reads_the_copy_once_the_agent_deleted_the_transcript(run, config: Config, tmp_path: Path) -> None:
+    target = tmp_path / "claude-projects" / "-Users-chloe-c-slay" / SLAY.name
+    target.parent.mkdir(parents=True)
+    shutil.copy(SLAY, target)
+    assert run("index").exit_code == 0
+    target.unlink()  # Claude Code's cleanupPeriodDays
+    result = run("show", SLAY_ID[:8], "--raw")
+    assert result.exit_code == 0 and result.stdout_bytes == SLAY.read_bytes()
+    shown = run("show", SLAY_ID[:8])
+    assert shown.exit_code == 0 and "sl" in shown.stdout
+
+
+def test_raw_without_a_copy_says_so_in_one_line(run, config: Config, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("MEMEX_ARCHIVE_ENABLED", "0")
+    target = tmp_path / "claude-projects" / "-Users-chloe-c-slay" / SLAY.name
+    target.parent.mkdir(parents=True)
+    shutil.copy(SLAY, target)
+    assert run("index").exit_code == 0
+    assert not archive_root(config).exists()  # the setting turns the archive off
+    target.unlink()
+    result = run("show", SLAY_ID[:8], "--raw")
+    assert result.exit_code == 2
+    assert "not on this computer" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_store_rebuilt_from_scratch_reads_the_deleted_transcripts_from_the_archive(
+    run, config: Config, tmp_path: Path
+) -> None:
+    projects = tmp_path / "claude-projects"
+    shutil.copytree(HILLVIEW, projects / HILLVIEW.name)
+    assert run("index").exit_code == 0
+    before = run("sessions", "list", "--json", "--limit", "100").stdout
+    turns_before = _without_clock(run("show", "155715ec", "--turns", "--json").stdout)
+    shutil.rmtree(projects)  # every transcript deleted by its agent
+    for suffix in ("", "-wal", "-shm"):  # and the store lost (a schema change rebuilds it)
+        Path(str(config.db_path) + suffix).unlink(missing_ok=True)
+    report = json.loads(run("index", "--json").stdout)
+    assert report["files"] == 16 and report["sessions"] == 8 and report["subagents"] == 8
+    assert run("sessions", "list", "--json", "--limit", "100").stdout == before
+    assert _without_clock(run("show", "155715ec", "--turns", "--json").stdout) == turns_before
+    again = json.loads(run("index", "--json").stdout)
+    assert again["files_changed"] == 0  # nothing is parsed twice
+    stats = json.loads(run("stats", "--json").stdout)
+    assert stats["archived_transcripts"] == 16 and stats["archived_originals_gone"] == 16
+
+
+def test_a_reparse_after_a_format_change_reads_the_copy(run, config: Config, tmp_path: Path) -> None:
+    target = tmp_path / "claude-projects" / "-Users-chloe-c-slay" / SLAY.name
+    target.parent.mkdir(parents=True)
+    shutil.copy(SLAY, target)
+    assert run("index").exit_code == 0
+    turns = _without_clock(run("show", SLAY_ID[:8], "--turns", "--json").stdout)
+    target.unlink()
+    conn = connect(config.db_path)
+    with conn:  # what a migration does when the parsers change: every stream is read again
+        conn.execute("UPDATE sessions SET file_mtime_ns = -1, head_hash = 'reparse'")
+        conn.execute("DELETE FROM turns")
+    conn.close()
+    report = json.loads(run("index", "--json").stdout)
+    assert report["files_changed"] == 1
+    assert _without_clock(run("show", SLAY_ID[:8], "--turns", "--json").stdout) == turns
+
+
+def test_stats_shows_the_archive_size_and_ratio(run, config: Config, projects: Path) -> None:
+    assert run("index", str(projects)).exit_code == 0
+    stats = json.loads(run("stats", "--json").stdout)
+    raw = sum(p.stat().st_size for p in projects.rglob("*.jsonl"))
+    assert stats["archived_transcript_bytes"] == raw
+    stored = sum(p.stat().st_size for p in archive_root(config).rglob("*.zst"))
+    assert stats["archive_bytes"] == stored
+    assert stats["archive_ratio"] == round(raw / stored, 2) and stats["archive_ratio"] > 2
+    text = run("stats").stdout
+    assert "archive ratio" in text
+
+
+def test_a_corrupted_piece_is_reported_not_served(config: Config, tmp_path: Path) -> None:
+    source = tmp_path / "s.jsonl"
+    source.write_bytes(SLAY.read_bytes())
+    conn = connect(config.db_path)
+    keep_copy(conn, config, Stream("claude", "s", "", source))
+    copy = archive_root(config) / archive_row(conn, "s", "").archive_path
+    conn.close()
+    data = bytearray(copy.read_bytes())
+    data[-40] ^= 0xFF  # a flipped bit inside the frame
+    copy.write_bytes(bytes(data))
+    with ArchiveReader(copy) as reader, pytest.raises(frames.ArchiveCorrupt):
+        reader.read()
