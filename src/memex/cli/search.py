@@ -12,6 +12,7 @@ from memex.cli.options import build_filters, filter_options, json_option
 from memex.cli.render import project_name, short_time, subagent_label
 from memex.cli.show import styled_turn_text
 from memex.errors import UserError
+from memex.search.highlight import highlighted_excerpt
 from memex.search.hybrid import LEVELS, MODES, hybrid_search
 from memex.store.queries import resolve_session
 from memex.textutil import shorten
@@ -98,7 +99,16 @@ def search_command(
         body = (
             styled_turn_text(hit["full_text"], drop_reaction=False)
             if full
-            else Text("   " + shorten(hit["matched_chunk"], EXCERPT_CHARS))
+            else marked_excerpt(hit["matched_chunk"], text)
         )
         out.print(body)
         out.print()
+
+
+def marked_excerpt(matched: str, query: str) -> Text:
+    """The excerpt of a hit, indented, with the query's words in bold."""
+    excerpt, spans = highlighted_excerpt(matched, query, EXCERPT_CHARS)
+    body = Text("   " + excerpt)
+    for start, end in spans:
+        body.stylize("bold yellow", start + 3, end + 3)
+    return body
