@@ -75,6 +75,8 @@ class SearchHit:
     score: float
     matched_chunk: str
     mirror_id: int | None = None
+    # Where the query's words are in `matched_chunk`: [start, end) character offsets.
+    spans: list[list[int]] | None = None
     explain: dict[str, Any] | None = None
     # Keys another computer's memex sent that this one does not know (a newer version's additions).
     extra: dict[str, Any] = field(default_factory=dict)
@@ -98,6 +100,8 @@ class SearchHit:
             data["source"] = self.source
         data["score"] = self.score
         data["matched_chunk"] = self.matched_chunk
+        if self.spans is not None:
+            data["spans"] = self.spans
         if self.explain is not None:
             data["explain"] = self.explain
         data.update(self.extra)

@@ -160,6 +160,15 @@ def test_search_code_identifiers_and_paths(run, corpus: Path) -> None:
     assert not as_json(run("search", "parse_config_files", "--json"))
 
 
+def test_search_results_mark_the_matched_words(run, corpus: Path) -> None:
+    run("index", str(corpus))
+    first = as_json(run("search", "parse_config_file", "--json"))[0]
+    assert first["spans"] and all(
+        first["matched_chunk"][start:end].lower() == "parse_config_file" for start, end in first["spans"]
+    )
+    assert "parse_config_file" in run("search", "parse_config_file").stdout
+
+
 def test_search_chinese(run, corpus: Path) -> None:
     run("index", str(corpus))
     for query in ("工作树", "删除", "清理 worktree"):

@@ -11,6 +11,7 @@ from memex.cli.app import App
 from memex.cli.options import build_filters, filter_options, json_option
 from memex.cli.render import project_name, short_time, subagent_label
 from memex.cli.show import styled_turn_text
+from memex.search.highlight import highlighted_excerpt
 from memex.search.hybrid import LEVELS, MODES
 from memex.textutil import shorten
 
@@ -80,10 +81,15 @@ def search_command(
         out.print(head)
         if hit.title:
             out.print(Text("   " + shorten(hit.title, 100), style="bold"))
-        body = (
-            styled_turn_text(hit.full_text, drop_reaction=False)
-            if full
-            else Text("   " + shorten(hit.matched_chunk, EXCERPT_CHARS))
-        )
+        body = styled_turn_text(hit.full_text, drop_reaction=False) if full else marked_excerpt(hit.matched_chunk, text)
         out.print(body)
         out.print()
+
+
+def marked_excerpt(matched: str, query: str) -> Text:
+    """The excerpt of a hit, indented, with the query's words in bold."""
+    excerpt, spans = highlighted_excerpt(matched, query, EXCERPT_CHARS)
+    body = Text("   " + excerpt)
+    for start, end in spans:
+        body.stylize("bold yellow", start + 3, end + 3)
+    return body

@@ -21,6 +21,7 @@ import numpy as np
 from memex.config import Config
 from memex.embed.model import Embedder, EmbedderUnavailable, backend_of, load_embedder
 from memex.search.anchors import semantic_floor
+from memex.search.highlight import spans_json
 from memex.search.lexical import chunk_texts, search_chunks
 from memex.search.mirrors import excerpt, mirror_hits, search_mirrors
 from memex.search.vector import Neighbour, VectorIndex, vector_index
@@ -349,12 +350,15 @@ def _render(conn: sqlite3.Connection, query: str, chosen: list[_Candidate]) -> l
         if candidate.key[0] == "turn":
             turn = turns[candidate.key[1]]
             matched = chunks.get(candidate.chunk_id) if candidate.chunk_id else None
+            if matched is None:
+                matched = excerpt(turn["full_text"], query)
             results.append(
                 {
                     **turn,
                     "source": "turn",
                     "score": round(candidate.score, 6),
-                    "matched_chunk": matched if matched is not None else excerpt(turn["full_text"], query),
+                    "matched_chunk": matched,
+                    "spans": spans_json(matched, query),
                     "explain": explain,
                 }
             )

@@ -11,6 +11,7 @@ import sqlite3
 from typing import Any
 
 from memex.ingest.mirrors import LABELS, mirror_from_row
+from memex.search.highlight import spans_json
 from memex.search.lexical import _words, fts_terms
 from memex.store.queries import Filters, where
 from memex.textutil import has_cjk
@@ -112,6 +113,7 @@ def mirror_hits(conn: sqlite3.Connection, mirror_ids: list[int], query: str) -> 
             continue
         mirror = mirror_from_row(rows[mirror_id])
         text, spans = mirror.conversation_text, mirror.metadata.get("messages", [])
+        matched = excerpt(text, query)
         hits.append(
             {
                 "source": "mirror",
@@ -133,7 +135,8 @@ def mirror_hits(conn: sqlite3.Connection, mirror_ids: list[int], query: str) -> 
                 "project_dir": mirror.project,
                 "title": mirror.title,
                 "score": 0.0,
-                "matched_chunk": excerpt(text, query),
+                "matched_chunk": matched,
+                "spans": spans_json(matched, query),
             }
         )
     return hits

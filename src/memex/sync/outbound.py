@@ -13,6 +13,7 @@ from typing import Any
 
 from memex.ingest.mirrors import mirror_from_row, redact_mirror
 from memex.redact import redact, redact_slice
+from memex.search.highlight import spans_json
 from memex.search.mirrors import excerpt, message_context
 
 # Whole texts of a hit, redacted as they are.
@@ -29,6 +30,8 @@ def redacted_hit(conn: sqlite3.Connection, hit: dict[str, Any], query: str) -> d
     for name in _WHOLE_FIELDS:
         if isinstance(clean.get(name), str):
             clean[name] = redact(clean[name])[0]
+    if "spans" in clean:  # redaction moved the text the spans point into
+        clean["spans"] = spans_json(clean.get("matched_chunk") or "", query)
     return clean
 
 
