@@ -21,6 +21,7 @@ pytestmark = pytest.mark.subprocess
 
 SLAY_ID = "2969822b-3c7d-47bd-8814-4bc86f67056a"
 CODEX_ID = "019a7ae6-1945-7c63-98f2-210adb922af9"  # six turns, a long conversation
+DOTFILES = "I have some dotfiles from github, where do I put them for cc?"
 TOOLS = {"search", "show_session", "list_sessions", "find_related", "recall", "stats"}
 
 
@@ -166,11 +167,9 @@ def test_a_missing_store_is_an_error_until_it_exists(home: Path, run) -> None:
 @pytest.mark.model
 def test_recall_and_find_related_with_the_model(indexed: Path) -> None:
     async def check(client: Client) -> None:
-        recalled = await call(client, "recall", prompt="how did we set up the dotfiles configuration with stow?")
+        recalled = await call(client, "recall", prompt=DOTFILES)
         assert recalled["hits"] >= 1 and "memex recall" in recalled["text"] and "session 2969822b" in recalled["text"]
-        own = await call(
-            client, "recall", prompt="how did we set up the dotfiles configuration with stow?", session_id=SLAY_ID
-        )
+        own = await call(client, "recall", prompt=DOTFILES, session_id=SLAY_ID)
         assert "session 2969822b" not in own["text"]  # never the current session's own turns
 
         related = await call(client, "find_related", session=CODEX_ID[:8])
