@@ -1,8 +1,10 @@
-"""Pages sized for MCP clients, and the server's answer to an error inside memex (in-process client)."""
+"""Pages sized for MCP clients, the server's answer to an error inside memex (in-process client), and the
+SDK loaded by `memex mcp` only."""
 
 from __future__ import annotations
 
-import json
+import subprocess
+import sys
 
 import anyio
 from mcp import Client
@@ -68,9 +70,22 @@ def test_an_internal_error_is_a_tool_error_and_the_server_goes_on(config: Config
             assert "internal error in memex (KeyError" in failed.content[0].text  # type: ignore[union-attr]
             answered = await client.call_tool("stats", {})  # no store yet: a clear error, not a crash
             assert "run `memex index` first" in answered.content[0].text  # type: ignore[union-attr]
-            assert json.loads(dumps({"ok": True})) == {"ok": True}
 
     try:
         anyio.run(main)
     finally:
         door.close()
+
+
+def test_other_commands_do_not_import_the_mcp_sdk(home) -> None:
+    """`memex stats` (and every command but `memex mcp`) runs without loading the MCP SDK."""
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from memex.cli.main import cli\n"
+        "CliRunner().invoke(cli, ['--help'])\n"
+        "CliRunner().invoke(cli, ['stats', '--json'])\n"
+        "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
