@@ -21,7 +21,7 @@ def test_ruff_clean() -> None:
 
 
 # The doors parse their input, call `Memex` and render: the SQL they need lives in `memex/store/`.
-DOORS = ["src/memex/cli", "src/memex/hooks", "src/memex/sync/api.py", "src/memex/api.py"]
+DOORS = ["src/memex/cli", "src/memex/hooks", "src/memex/sync/api.py", "src/memex/api.py", "src/memex/mcpserver"]
 
 
 def test_doors_hold_no_sql() -> None:

@@ -402,6 +402,21 @@ class Memex:
 
     # --- related --------------------------------------------------------------------------------------
 
+    def related_ready(self) -> bool:
+        """True when find-related has nothing to store first: the vectors of the file paths and the
+        sessions' centroids are current (a read-only face can then answer it)."""
+        from memex.search.related.centroids import stale_sessions
+
+        stale, seen, top = stale_sessions(self.conn, self.config.resource_model_version)
+        return not stale and top == seen
+
+    @property
+    def writable(self) -> bool:
+        """Whether this process may write the store (its folder, and the file when it exists)."""
+        from memex.store.db import store_writable
+
+        return store_writable(self.config.db_path)
+
     def related_sessions(
         self, session_id: str, filters: Filters | None = None, limit: int = 10, progress: ProgressFn | None = None
     ) -> Related:

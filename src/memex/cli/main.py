@@ -38,6 +38,7 @@ COMMANDS = {
     "hook": "memex.cli.hooks:hook_command",
     "daemon": "memex.cli.daemon:daemon_command",
     "computers": "memex.cli.computers:computers_command",
+    "mcp": "memex.cli.mcp:mcp_command",
 }
 
 
