@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, settings
 
+from agent_dirs import OTHER_AGENT_DIRS
 from memex.cli.main import cli
 from memex.config import Config, load_config
 from memex.store.db import connect
@@ -31,6 +32,8 @@ GEMINI_JSONL = GEMINI / "inventory-api" / "chats" / "session-2026-03-02T09-15-ef
 GEMINI_SUBAGENT = GEMINI / "inventory-api" / "chats" / "ef567890-3c4d-4e5f-8a9b-0c1d2e3f4a5b" / "k3x9q2.jsonl"
 # Files written by Claude Code 2.1.330, Codex CLI 0.169 and Gemini CLI 0.61 (see fixtures/README.md).
 LIVE = FIXTURES / "live"
+LIVE_COPILOT = LIVE / "copilot-1.0.102" / "session-state"
+LIVE_QWEN = LIVE / "qwen-code-0.24.4" / "projects"
 LIVE_CLAUDE = LIVE / "claude-2.1.330" / "projects"
 LIVE_CLAUDE_SUBAGENT_SESSION = LIVE_CLAUDE / "-home-dev-proj" / "322e6fc1-933c-4088-b825-a0b12dac4c7a.jsonl"
 LIVE_CLAUDE_PLAIN = LIVE_CLAUDE / "-home-dev-proj" / "e1cbd8a0-0bea-47bf-bd56-745e54160fdf.jsonl"
@@ -69,6 +72,8 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("MEMEX_CLAUDE_DIR", str(tmp_path / "claude-projects"))
     monkeypatch.setenv("MEMEX_CODEX_DIR", str(tmp_path / "codex-sessions"))
     monkeypatch.setenv("MEMEX_GEMINI_DIR", str(tmp_path / "gemini-tmp"))
+    for agent, folder in OTHER_AGENT_DIRS.items():  # never the real HOME's sessions
+        monkeypatch.setenv(f"MEMEX_{agent.upper()}", str(tmp_path / folder))
     return memex_home
 
 

@@ -52,6 +52,10 @@ class Config:
     claude_dir: Path = Path("~/.claude/projects")
     codex_dir: Path = Path("~/.codex/sessions")
     gemini_dir: Path = Path("~/.gemini/tmp")
+    # Where the other agents keep their sessions. Each default honours the agent's own variable when this
+    # setting is left alone (COPILOT_HOME, KIMI_CODE_HOME, PI_CODING_AGENT_DIR, XDG_DATA_HOME…; README).
+    copilot_dir: Path = Path("~/.copilot/session-state")
+    qwen_dir: Path = Path("~/.qwen/projects")
     # Chunks are the unit of lexical and vector search. 384 tokens keeps a chunk inside the context of
     # small embedding models (MiniLM and e5-small truncate at 512 word pieces, and our token estimate runs
     # lower than word pieces); 64 tokens of overlap keeps a sentence cut at a border findable from both sides.

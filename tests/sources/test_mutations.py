@@ -18,10 +18,10 @@ from typing import Any
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from conftest import CODEX_OLD, CODEX_SHORT, GEMINI_JSONL, GEMINI_LEGACY, MISC, SLAY
+from conftest import CODEX_OLD, CODEX_SHORT, GEMINI_JSONL, GEMINI_LEGACY, LIVE_COPILOT, MISC, SLAY
 from memex.config import load_config
 from memex.ingest.pipeline import ingest_transcript
-from memex.sources import claude, codex, gemini
+from memex.sources import claude, codex, copilot, gemini, stream_entries
 from memex.sources.jsonl import parse_json_line
 from memex.sources.model import BadLine, Entry, Transcript
 from memex.store.db import connect
@@ -43,6 +43,7 @@ def _lines(*paths: Path) -> list[list[bytes]]:
 CLAUDE_SOURCES = _lines(SLAY, MISC / "representative_messages.jsonl", MISC / "tiny-conversation.jsonl")
 CODEX_SOURCES = _lines(CODEX_SHORT, CODEX_OLD)
 GEMINI_SOURCES = _lines(GEMINI_JSONL)
+COPILOT_SOURCES = _lines(*sorted(LIVE_COPILOT.glob("*/events.jsonl")))
 _TEMPORARY = tempfile.TemporaryDirectory(prefix="memex-mutations-")  # removed when the tests end
 _SCRATCH = Path(_TEMPORARY.name)
 
@@ -207,6 +208,21 @@ def test_gemini_document_survives_any_value_in_any_field(part, with_bom: bool) -
     assert _gemini_messages(after, skip) == _gemini_messages(before, skip)
 
 
+# --- the agents of issue 15: each record is read on its own ----------------------------------------------
+
+
+def _same_records(source: Any, stretch: Stretch, name: str, folder: str = "") -> None:
+    """The records that were not damaged come out as they did from the intact file."""
+    before = _by_line(_read(source, _write(stretch.intact, name, folder)), stretch.indexes)
+    after = _by_line(_read(source, _write(stretch.damaged, name, folder)), stretch.indexes)
+    assert after == before
+
+
+@given(damaged_stretch(COPILOT_SOURCES, keep_first=True))
+def test_copilot_survives_any_value_in_any_field(stretch: Stretch) -> None:
+    _same_records(copilot, stretch, "events.jsonl")
+
+
 # --- the whole ingest: a damaged file is stored, not failed ----------------------------------------------
 
 _CONFIG = load_config(
@@ -223,7 +239,7 @@ def _ingest(transcript: Transcript, source: Any) -> None:
     conn = _STORE[0]
     report = ingest_transcript(conn, _CONFIG, transcript)
     assert report.status == "new", report.error
-    entries = [e for e in _read(source, transcript.path) if isinstance(e, Entry)]
+    entries = [e for _, e in stream_entries(transcript, 0, 0, MAX_LINE_BYTES) if isinstance(e, Entry)]
     stored = conn.execute("SELECT count(*) FROM entries WHERE session_id = ?", (report.session_id,)).fetchone()[0]
     assert stored == len(entries)
 
@@ -247,3 +263,8 @@ def test_codex_damaged_file_is_ingested(stretch: Stretch) -> None:
 @given(damaged_stretch(GEMINI_SOURCES, keep_first=True, protected=GEMINI_CONTROL))
 def test_gemini_damaged_file_is_ingested(stretch: Stretch) -> None:
     _ingest_case(gemini.classify, gemini, _write(stretch.damaged, f"session-{uuid.uuid4()}.jsonl", "chats"))
+
+
+@given(damaged_stretch(COPILOT_SOURCES, keep_first=True))
+def test_copilot_damaged_file_is_ingested(stretch: Stretch) -> None:
+    _ingest_case(copilot.classify, copilot, _write(stretch.damaged, "events.jsonl", str(uuid.uuid4())))

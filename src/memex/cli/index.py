@@ -139,7 +139,8 @@ def _refused(
     claimed = {safe_resolve(t.path) for t in transcripts}
     claimed |= {safe_resolve(alias) for t in transcripts for alias in t.aliases}
     claimed |= {safe_resolve(s.path) for s in skipped}
-    reason = f"not a transcript of {' or '.join(agents)}"
+    every = set(agents) == set(ADAPTERS)
+    reason = "not a transcript of any agent memex reads" if every else f"not a transcript of {' or '.join(agents)}"
     return [Skipped(p, reason) for p in paths if not p.is_dir() and safe_resolve(p) not in claimed]
 
 

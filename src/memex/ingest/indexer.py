@@ -19,7 +19,7 @@ import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -42,6 +42,7 @@ from memex.ingest.pipeline import (
 )
 from memex.sources import ADAPTERS, adapter
 from memex.sources.files import Skipped
+from memex.sources.locations import agent_roots
 from memex.sources.model import Transcript
 from memex.store.db import transaction
 
@@ -110,13 +111,12 @@ class IndexReport:
         }
 
 
-def default_roots(config: Config, agents: Iterable[str]) -> dict[str, list[Path]]:
-    """The folders each agent writes its transcripts to (Codex also moves old rollouts to an archive)."""
-    folders = {"claude": [config.claude_dir], "codex": [config.codex_dir], "gemini": [config.gemini_dir]}
-    archive = config.codex_dir.parent / "archived_sessions"
-    if config.codex_dir.name == "sessions" and archive.is_dir():
-        folders["codex"].append(archive)
-    return {agent: folders[agent] for agent in agents}
+def default_roots(
+    config: Config, agents: Iterable[str], projects: Iterable[str] = (), env: Mapping[str, str] | None = None
+) -> dict[str, list[Path]]:
+    """The folders each agent writes its transcripts to (see `memex.sources.locations`); `projects` are the
+    project folders memex knows, where some agents keep their history (Aider)."""
+    return {agent: agent_roots(config, agent, projects, env) for agent in agents}
 
 
 def discover(roots_by_agent: dict[str, list[Path]], skipped: list[Skipped] | None = None) -> list[Transcript]:

@@ -5,15 +5,32 @@ Each adapter module offers `discover(roots) -> list[Transcript]`, `subagent_tran
 that sets `INCREMENTAL = False` is re-read whole whenever its file changes (its offsets are ignored).
 
 Every adapter sees the same folders when paths are given by hand, so each claims only its own files.
+
+Two optional module attributes cover transcripts that are not one file per stream:
+- `INLINE_SUBAGENTS = True`: subagents write into their parent's file (Copilot CLI). `read_entries` marks
+  each entry with its subagent's `agent_id`; every stream of the file keeps only its own entries.
+- `fingerprint(path) -> (size, mtime_ns)`: the transcript is not a file of its own (a session in an
+  agent's SQLite database, one run of a Markdown history). Its path is synthetic, `<file>#<key>`; the
+  fingerprint says when it changed (it is then re-read whole), in place of the file's size and time.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType
 
-from memex.sources import claude, codex, gemini
+from memex.sources import claude, codex, copilot, gemini, qwen
+from memex.sources.jsonl import DEFAULT_MAX_LINE_BYTES, RawLine
+from memex.sources.model import BadLine, Entry, Transcript
 
-ADAPTERS: dict[str, ModuleType] = {"claude": claude, "codex": codex, "gemini": gemini}
+ADAPTERS: dict[str, ModuleType] = {
+    "claude": claude,
+    "codex": codex,
+    "gemini": gemini,
+    "copilot": copilot,
+    "qwen": qwen,
+}
 
 
 def adapter(agent: str) -> ModuleType:
@@ -24,3 +41,42 @@ def adapter(agent: str) -> ModuleType:
 def is_incremental(agent: str) -> bool:
     """Whether `agent`'s transcripts can be read from where the last run stopped (append-only files)."""
     return getattr(ADAPTERS[agent], "INCREMENTAL", True)
+
+
+def fingerprint(transcript: Transcript) -> tuple[int, int]:
+    """(size, mtime_ns) of a transcript: its file's, or what its adapter says of a synthetic one. Raises
+    FileNotFoundError when it is gone, OSError when it cannot be read."""
+    own = getattr(ADAPTERS[transcript.agent], "fingerprint", None)
+    if own is not None:
+        return own(transcript.path)  # type: ignore[no-any-return]
+    stat = transcript.path.stat()
+    return stat.st_size, stat.st_mtime_ns
+
+
+def is_synthetic(agent: str) -> bool:
+    """Whether `agent`'s transcripts are synthetic paths (see `fingerprint`), not files to open."""
+    return hasattr(ADAPTERS[agent], "fingerprint")
+
+
+def stream_entries(
+    transcript: Transcript, start_offset: int, start_line: int, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+) -> Iterator[tuple[RawLine, Entry | BadLine | None]]:
+    """The entries of one stream (a session's main conversation, or one subagent's) of a transcript."""
+    source = ADAPTERS[transcript.agent]
+    lines = source.read_entries(transcript.path, start_offset, start_line, max_line_bytes)
+    if not getattr(source, "INLINE_SUBAGENTS", False):
+        yield from lines
+        return
+    wanted = transcript.subagent_id
+    for line, entry in lines:
+        if isinstance(entry, Entry) and (entry.agent_id or None) != wanted:
+            entry = None  # another stream's record
+        elif isinstance(entry, BadLine) and wanted is not None:
+            entry = None  # counted once, in the main stream
+        yield line, entry
+
+
+def split_synthetic(path: Path) -> tuple[Path, str]:
+    """(the real file, the key) of a synthetic transcript path `<file>#<key>`."""
+    name, _, key = path.name.rpartition("#")
+    return path.with_name(name), key

@@ -75,11 +75,13 @@ _META_PREFIXES = (
 
 
 def _foreign(data: dict[str, Any]) -> bool:
-    """True for the first record of another agent's transcript (a Codex rollout, a Gemini chat)."""
+    """True for the first record of another agent's transcript (a Codex rollout, a Gemini or Qwen chat)."""
     if "payload" in data and data.get("type") in _CODEX_TYPES:
         return True
     if "projectHash" in data or "$set" in data or "$rewindTo" in data:
         return True
+    if "provenance" in data or ("parts" in data["message"] if isinstance(data.get("message"), dict) else False):
+        return True  # Qwen Code: Claude's ids around Gemini-shaped message parts
     return isinstance(data.get("id"), str) and "timestamp" in data and "type" not in data
 
 

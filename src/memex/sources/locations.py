@@ -1,0 +1,46 @@
+"""Where each agent keeps its sessions by default, and the agents' own variables that move them.
+
+A setting (`copilot_dir`…) left at its default follows the agent's variable when that is set, so memex
+finds the sessions wherever the agent itself would write them; a setting given in `config.toml` or as
+`MEMEX_<SETTING>` wins over both.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from memex.config import Config
+
+# agent -> (setting, the agent's variable, the folder under that variable's value).
+_AGENT_HOMES: dict[str, tuple[str, str | None, str]] = {
+    "claude": ("claude_dir", None, ""),
+    "codex": ("codex_dir", None, ""),
+    "gemini": ("gemini_dir", None, ""),
+    "copilot": ("copilot_dir", "COPILOT_HOME", "session-state"),
+    "qwen": ("qwen_dir", None, ""),
+}
+
+
+def _setting(config: Config, agent: str, env: Mapping[str, str]) -> Path:
+    name, variable, below = _AGENT_HOMES[agent]
+    value: Path = getattr(config, name)
+    default: Path = getattr(Config(home=config.home), name).expanduser()
+    if variable and value == default and env.get(variable):
+        return Path(env[variable]).expanduser() / below
+    return value
+
+
+def agent_roots(
+    config: Config, agent: str, projects: Iterable[str] = (), env: Mapping[str, str] | None = None
+) -> list[Path]:
+    """The folders (or files) `agent`'s sessions are found under on this computer."""
+    env = os.environ if env is None else env
+    root = _setting(config, agent, env)
+    roots = [root]
+    if agent == "codex":  # Codex moves old rollouts to an archive beside its sessions
+        archive = root.parent / "archived_sessions"
+        if root.name == "sessions" and archive.is_dir():
+            roots.append(archive)
+    return roots
