@@ -34,6 +34,7 @@ GEMINI_SUBAGENT = GEMINI / "inventory-api" / "chats" / "ef567890-3c4d-4e5f-8a9b-
 LIVE = FIXTURES / "live"
 LIVE_COPILOT = LIVE / "copilot-1.0.102" / "session-state"
 LIVE_QWEN = LIVE / "qwen-code-0.24.4" / "projects"
+LIVE_PI = LIVE / "pi-0.73.1" / "sessions"
 LIVE_CLAUDE = LIVE / "claude-2.1.330" / "projects"
 LIVE_CLAUDE_SUBAGENT_SESSION = LIVE_CLAUDE / "-home-dev-proj" / "322e6fc1-933c-4088-b825-a0b12dac4c7a.jsonl"
 LIVE_CLAUDE_PLAIN = LIVE_CLAUDE / "-home-dev-proj" / "e1cbd8a0-0bea-47bf-bd56-745e54160fdf.jsonl"

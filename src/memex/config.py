@@ -56,6 +56,7 @@ class Config:
     # setting is left alone (COPILOT_HOME, KIMI_CODE_HOME, PI_CODING_AGENT_DIR, XDG_DATA_HOME…; README).
     copilot_dir: Path = Path("~/.copilot/session-state")
     qwen_dir: Path = Path("~/.qwen/projects")
+    pi_dir: Path = Path("~/.pi/agent/sessions")
     # Chunks are the unit of lexical and vector search. 384 tokens keeps a chunk inside the context of
     # small embedding models (MiniLM and e5-small truncate at 512 word pieces, and our token estimate runs
     # lower than word pieces); 64 tokens of overlap keeps a sentence cut at a border findable from both sides.

@@ -18,10 +18,10 @@ from typing import Any
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from conftest import CODEX_OLD, CODEX_SHORT, GEMINI_JSONL, GEMINI_LEGACY, LIVE_COPILOT, MISC, SLAY
+from conftest import CODEX_OLD, CODEX_SHORT, GEMINI_JSONL, GEMINI_LEGACY, LIVE_COPILOT, LIVE_PI, LIVE_QWEN, MISC, SLAY
 from memex.config import load_config
 from memex.ingest.pipeline import ingest_transcript
-from memex.sources import claude, codex, copilot, gemini, stream_entries
+from memex.sources import claude, codex, copilot, gemini, pi, qwen, stream_entries
 from memex.sources.jsonl import parse_json_line
 from memex.sources.model import BadLine, Entry, Transcript
 from memex.store.db import connect
@@ -44,6 +44,10 @@ CLAUDE_SOURCES = _lines(SLAY, MISC / "representative_messages.jsonl", MISC / "ti
 CODEX_SOURCES = _lines(CODEX_SHORT, CODEX_OLD)
 GEMINI_SOURCES = _lines(GEMINI_JSONL)
 COPILOT_SOURCES = _lines(*sorted(LIVE_COPILOT.glob("*/events.jsonl")))
+QWEN_SOURCES = _lines(*sorted(LIVE_QWEN.rglob("*.jsonl")))
+# Main chats only for the ingest test: a subagent's stream has the same ids in every example.
+QWEN_CHATS = _lines(*sorted(LIVE_QWEN.glob("*/chats/*.jsonl")))
+PI_SOURCES = _lines(*sorted(LIVE_PI.rglob("*.jsonl")))
 _TEMPORARY = tempfile.TemporaryDirectory(prefix="memex-mutations-")  # removed when the tests end
 _SCRATCH = Path(_TEMPORARY.name)
 
@@ -223,6 +227,16 @@ def test_copilot_survives_any_value_in_any_field(stretch: Stretch) -> None:
     _same_records(copilot, stretch, "events.jsonl")
 
 
+@given(damaged_stretch(QWEN_SOURCES, keep_first=True))
+def test_qwen_survives_any_value_in_any_field(stretch: Stretch) -> None:
+    _same_records(qwen, stretch, "s.jsonl", "chats")
+
+
+@given(damaged_stretch(PI_SOURCES, keep_first=True))
+def test_pi_survives_any_value_in_any_field(stretch: Stretch) -> None:
+    _same_records(pi, stretch, "s.jsonl")
+
+
 # --- the whole ingest: a damaged file is stored, not failed ----------------------------------------------
 
 _CONFIG = load_config(
@@ -268,3 +282,13 @@ def test_gemini_damaged_file_is_ingested(stretch: Stretch) -> None:
 @given(damaged_stretch(COPILOT_SOURCES, keep_first=True))
 def test_copilot_damaged_file_is_ingested(stretch: Stretch) -> None:
     _ingest_case(copilot.classify, copilot, _write(stretch.damaged, "events.jsonl", str(uuid.uuid4())))
+
+
+@given(damaged_stretch(QWEN_CHATS, keep_first=True))
+def test_qwen_damaged_file_is_ingested(stretch: Stretch) -> None:
+    _ingest_case(qwen.classify, qwen, _write(stretch.damaged, f"{uuid.uuid4()}.jsonl", "chats"))
+
+
+@given(damaged_stretch(PI_SOURCES, keep_first=True))
+def test_pi_damaged_file_is_ingested(stretch: Stretch) -> None:
+    _ingest_case(pi.classify, pi, _write(stretch.damaged, f"x_{uuid.uuid4()}.jsonl", "--p--"))

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
-from memex.sources import claude, codex, copilot, gemini, qwen
+from memex.sources import claude, codex, copilot, gemini, pi, qwen
 from memex.sources.jsonl import DEFAULT_MAX_LINE_BYTES, RawLine
 from memex.sources.model import BadLine, Entry, Transcript
 
@@ -30,6 +30,7 @@ ADAPTERS: dict[str, ModuleType] = {
     "gemini": gemini,
     "copilot": copilot,
     "qwen": qwen,
+    "pi": pi,
 }
 
 

@@ -20,6 +20,7 @@ _AGENT_HOMES: dict[str, tuple[str, str | None, str]] = {
     "gemini": ("gemini_dir", None, ""),
     "copilot": ("copilot_dir", "COPILOT_HOME", "session-state"),
     "qwen": ("qwen_dir", None, ""),
+    "pi": ("pi_dir", "PI_CODING_AGENT_DIR", "sessions"),
 }
 
 
