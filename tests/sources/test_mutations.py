@@ -18,10 +18,22 @@ from typing import Any
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from conftest import CODEX_OLD, CODEX_SHORT, GEMINI_JSONL, GEMINI_LEGACY, LIVE_COPILOT, LIVE_PI, LIVE_QWEN, MISC, SLAY
+from conftest import (
+    CODEX_OLD,
+    CODEX_SHORT,
+    GEMINI_JSONL,
+    GEMINI_LEGACY,
+    LIVE_COPILOT,
+    LIVE_KIMI_CODE,
+    LIVE_KIMI_LEGACY,
+    LIVE_PI,
+    LIVE_QWEN,
+    MISC,
+    SLAY,
+)
 from memex.config import load_config
 from memex.ingest.pipeline import ingest_transcript
-from memex.sources import claude, codex, copilot, gemini, pi, qwen, stream_entries
+from memex.sources import claude, codex, copilot, gemini, kimi, pi, qwen, stream_entries
 from memex.sources.jsonl import parse_json_line
 from memex.sources.model import BadLine, Entry, Transcript
 from memex.store.db import connect
@@ -48,6 +60,7 @@ QWEN_SOURCES = _lines(*sorted(LIVE_QWEN.rglob("*.jsonl")))
 # Main chats only for the ingest test: a subagent's stream has the same ids in every example.
 QWEN_CHATS = _lines(*sorted(LIVE_QWEN.glob("*/chats/*.jsonl")))
 PI_SOURCES = _lines(*sorted(LIVE_PI.rglob("*.jsonl")))
+KIMI_SOURCES = _lines(*sorted(LIVE_KIMI_CODE.rglob("wire.jsonl")), *sorted(LIVE_KIMI_LEGACY.rglob("wire.jsonl")))
 _TEMPORARY = tempfile.TemporaryDirectory(prefix="memex-mutations-")  # removed when the tests end
 _SCRATCH = Path(_TEMPORARY.name)
 
@@ -237,6 +250,11 @@ def test_pi_survives_any_value_in_any_field(stretch: Stretch) -> None:
     _same_records(pi, stretch, "s.jsonl")
 
 
+@given(damaged_stretch(KIMI_SOURCES, keep_first=True))
+def test_kimi_survives_any_value_in_any_field(stretch: Stretch) -> None:
+    _same_records(kimi, stretch, "wire.jsonl")
+
+
 # --- the whole ingest: a damaged file is stored, not failed ----------------------------------------------
 
 _CONFIG = load_config(
@@ -292,3 +310,8 @@ def test_qwen_damaged_file_is_ingested(stretch: Stretch) -> None:
 @given(damaged_stretch(PI_SOURCES, keep_first=True))
 def test_pi_damaged_file_is_ingested(stretch: Stretch) -> None:
     _ingest_case(pi.classify, pi, _write(stretch.damaged, f"x_{uuid.uuid4()}.jsonl", "--p--"))
+
+
+@given(damaged_stretch(KIMI_SOURCES, keep_first=True))
+def test_kimi_damaged_file_is_ingested(stretch: Stretch) -> None:
+    _ingest_case(kimi.classify, kimi, _write(stretch.damaged, "wire.jsonl", str(uuid.uuid4())))

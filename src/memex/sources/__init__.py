@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
-from memex.sources import claude, codex, copilot, gemini, pi, qwen
+from memex.sources import claude, codex, copilot, gemini, kimi, pi, qwen
 from memex.sources.jsonl import DEFAULT_MAX_LINE_BYTES, RawLine
 from memex.sources.model import BadLine, Entry, Transcript
 
@@ -31,6 +31,7 @@ ADAPTERS: dict[str, ModuleType] = {
     "copilot": copilot,
     "qwen": qwen,
     "pi": pi,
+    "kimi": kimi,
 }
 
 

@@ -13,19 +13,19 @@ from pathlib import Path
 
 from memex.config import Config
 
-# agent -> (setting, the agent's variable, the folder under that variable's value).
-_AGENT_HOMES: dict[str, tuple[str, str | None, str]] = {
-    "claude": ("claude_dir", None, ""),
-    "codex": ("codex_dir", None, ""),
-    "gemini": ("gemini_dir", None, ""),
-    "copilot": ("copilot_dir", "COPILOT_HOME", "session-state"),
-    "qwen": ("qwen_dir", None, ""),
-    "pi": ("pi_dir", "PI_CODING_AGENT_DIR", "sessions"),
+# agent -> its folders: (setting, the agent's variable, the folder under that variable's value).
+_AGENT_HOMES: dict[str, list[tuple[str, str | None, str]]] = {
+    "claude": [("claude_dir", None, "")],
+    "codex": [("codex_dir", None, "")],
+    "gemini": [("gemini_dir", None, "")],
+    "copilot": [("copilot_dir", "COPILOT_HOME", "session-state")],
+    "qwen": [("qwen_dir", None, "")],
+    "pi": [("pi_dir", "PI_CODING_AGENT_DIR", "sessions")],
+    "kimi": [("kimi_dir", "KIMI_CODE_HOME", "sessions"), ("kimi_legacy_dir", None, "")],
 }
 
 
-def _setting(config: Config, agent: str, env: Mapping[str, str]) -> Path:
-    name, variable, below = _AGENT_HOMES[agent]
+def _setting(config: Config, name: str, variable: str | None, below: str, env: Mapping[str, str]) -> Path:
     value: Path = getattr(config, name)
     default: Path = getattr(Config(home=config.home), name).expanduser()
     if variable and value == default and env.get(variable):
@@ -38,10 +38,9 @@ def agent_roots(
 ) -> list[Path]:
     """The folders (or files) `agent`'s sessions are found under on this computer."""
     env = os.environ if env is None else env
-    root = _setting(config, agent, env)
-    roots = [root]
+    roots = [_setting(config, *home, env) for home in _AGENT_HOMES[agent]]
     if agent == "codex":  # Codex moves old rollouts to an archive beside its sessions
-        archive = root.parent / "archived_sessions"
-        if root.name == "sessions" and archive.is_dir():
+        archive = roots[0].parent / "archived_sessions"
+        if roots[0].name == "sessions" and archive.is_dir():
             roots.append(archive)
     return roots
