@@ -7,4 +7,5 @@ OTHER_AGENT_DIRS = {
     "pi_dir": "pi-sessions",
     "kimi_dir": "kimi-code-sessions",
     "kimi_legacy_dir": "kimi-sessions",
+    "cline_dir": "cline-sessions",
 }

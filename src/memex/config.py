@@ -59,6 +59,7 @@ class Config:
     pi_dir: Path = Path("~/.pi/agent/sessions")
     kimi_dir: Path = Path("~/.kimi-code/sessions")
     kimi_legacy_dir: Path = Path("~/.kimi/sessions")
+    cline_dir: Path = Path("~/.cline/data/sessions")
     # Chunks are the unit of lexical and vector search. 384 tokens keeps a chunk inside the context of
     # small embedding models (MiniLM and e5-small truncate at 512 word pieces, and our token estimate runs
     # lower than word pieces); 64 tokens of overlap keeps a sentence cut at a border findable from both sides.

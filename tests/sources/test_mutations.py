@@ -9,13 +9,14 @@ whole ingest into a real store: the file must not fail, and every entry the pars
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hypothesis import given, note
+from hypothesis import assume, given, note
 from hypothesis import strategies as st
 
 from conftest import (
@@ -23,6 +24,7 @@ from conftest import (
     CODEX_SHORT,
     GEMINI_JSONL,
     GEMINI_LEGACY,
+    LIVE_CLINE,
     LIVE_COPILOT,
     LIVE_KIMI_CODE,
     LIVE_KIMI_LEGACY,
@@ -33,7 +35,7 @@ from conftest import (
 )
 from memex.config import load_config
 from memex.ingest.pipeline import ingest_transcript
-from memex.sources import claude, codex, copilot, gemini, kimi, pi, qwen, stream_entries
+from memex.sources import claude, cline, codex, copilot, gemini, kimi, pi, qwen, stream_entries
 from memex.sources.jsonl import parse_json_line
 from memex.sources.model import BadLine, Entry, Transcript
 from memex.store.db import connect
@@ -253,6 +255,42 @@ def test_pi_survives_any_value_in_any_field(stretch: Stretch) -> None:
 @given(damaged_stretch(KIMI_SOURCES, keep_first=True))
 def test_kimi_survives_any_value_in_any_field(stretch: Stretch) -> None:
     _same_records(kimi, stretch, "wire.jsonl")
+
+
+# --- whole documents: one damaged message leaves the others as they were -------------------------------
+
+CLINE_SESSIONS = sorted(LIVE_CLINE.glob("*/*.messages.json"))
+
+
+@st.composite
+def damaged_document(draw: st.DrawFn, paths: list[Path]) -> tuple[Path, Any, int]:
+    """(a real session document, the same with one message damaged, that message's index)."""
+    path = draw(st.sampled_from(paths))
+    document = json.loads(path.read_bytes())
+    index = draw(st.integers(min_value=0, max_value=len(document["messages"]) - 1))
+    changed, mutation = draw(mutated_record(document["messages"][index]))
+    # A nesting marker shrunk to no depth writes nothing at all (`[, …]`): another message would take its place.
+    marker = isinstance(changed, str) and "memex-deep:" in changed
+    assume(not marker or re.fullmatch(r"\x00memex-deep:[1-9][0-9]*\x00", changed) is not None)
+    note(f"{path.name} message {index}: {mutation}")
+    damaged = json.loads(json.dumps(document))
+    damaged["messages"][index] = changed
+    return path, damaged, index
+
+
+@given(damaged_document(CLINE_SESSIONS))
+def test_cline_survives_any_value_in_any_field(case) -> None:
+    path, damaged, index = case
+    name = path.name
+    before = _by_line(_read(cline, _write([path.read_bytes()], name)), {index + 1})
+    after = _by_line(_read(cline, _write([dumps(damaged)], name)), {index + 1})
+    assert after == before
+
+
+@given(damaged_document(CLINE_SESSIONS))
+def test_cline_damaged_file_is_ingested(case) -> None:
+    _, damaged, _ = case
+    _ingest_case(cline.classify, cline, _write([dumps(damaged)], f"{uuid.uuid4()}.messages.json"))
 
 
 # --- the whole ingest: a damaged file is stored, not failed ----------------------------------------------

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
-from memex.sources import claude, codex, copilot, gemini, kimi, pi, qwen
+from memex.sources import claude, cline, codex, copilot, gemini, kimi, pi, qwen, roo
 from memex.sources.jsonl import DEFAULT_MAX_LINE_BYTES, RawLine
 from memex.sources.model import BadLine, Entry, Transcript
 
@@ -32,6 +32,8 @@ ADAPTERS: dict[str, ModuleType] = {
     "qwen": qwen,
     "pi": pi,
     "kimi": kimi,
+    "cline": cline,
+    "roo": roo,
 }
 
 

@@ -22,7 +22,22 @@ _AGENT_HOMES: dict[str, list[tuple[str, str | None, str]]] = {
     "qwen": [("qwen_dir", None, "")],
     "pi": [("pi_dir", "PI_CODING_AGENT_DIR", "sessions")],
     "kimi": [("kimi_dir", "KIMI_CODE_HOME", "sessions"), ("kimi_legacy_dir", None, "")],
+    "cline": [("cline_dir", None, "")],
+    "roo": [],
 }
+# Editor extensions keep their tasks in the editor's global storage: `<editor>/User/globalStorage/<extension>`.
+_EDITOR_BASES = ("~/.config", "~/Library/Application Support", "~/AppData/Roaming")
+_EDITORS = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")
+_EXTENSIONS = {"cline": "saoudrizwan.claude-dev", "roo": "rooveterinaryinc.roo-cline"}
+
+
+def editor_task_folders(extension: str, env: Mapping[str, str]) -> list[Path]:
+    """The `tasks` folders of an editor extension, in every VS Code-family editor installed."""
+    bases = [Path(base).expanduser() for base in _EDITOR_BASES]
+    if env.get("XDG_CONFIG_HOME"):
+        bases.insert(0, Path(env["XDG_CONFIG_HOME"]))
+    folders = [base / editor / "User" / "globalStorage" / extension / "tasks" for base in bases for editor in _EDITORS]
+    return [folder for folder in dict.fromkeys(folders) if folder.is_dir()]
 
 
 def _setting(config: Config, name: str, variable: str | None, below: str, env: Mapping[str, str]) -> Path:
@@ -39,6 +54,8 @@ def agent_roots(
     """The folders (or files) `agent`'s sessions are found under on this computer."""
     env = os.environ if env is None else env
     roots = [_setting(config, *home, env) for home in _AGENT_HOMES[agent]]
+    if agent in _EXTENSIONS:
+        roots += editor_task_folders(_EXTENSIONS[agent], env)
     if agent == "codex":  # Codex moves old rollouts to an archive beside its sessions
         archive = roots[0].parent / "archived_sessions"
         if roots[0].name == "sessions" and archive.is_dir():

@@ -6,14 +6,17 @@ prompt, the model's text and tool calls, tool results. These helpers keep each a
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from memex.sources.guard import checked
-from memex.sources.jsonl import DEFAULT_MAX_LINE_BYTES, RawLine, parse_json_line, read_jsonl
+from memex.sources.gemini import _skip_value as skip_value
+from memex.sources.guard import checked, guarded
+from memex.sources.jsonl import DEFAULT_MAX_LINE_BYTES, RawLine, parse_json_line, read_jsonl, scrub
 from memex.sources.model import BadLine, Block, Entry, ToolUse
 from memex.sources.shell import command_text, resolve, shell_paths
 
@@ -161,4 +164,76 @@ def load_document(path: Path, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> t
     if not raw.strip():
         return None, None
     value, error, _ = parse_json_line(raw)
-    return value, error
+    if error is None:
+        return value, None
+    text = raw.decode("utf-8", "replace")
+    try:  # orjson refuses integers past 64 bits; the standard parser reads them
+        return scrub(json.loads(text, parse_constant=_no_constant)), None
+    except (ValueError, RecursionError):
+        salvaged = salvage(text)
+        return (salvaged, None) if salvaged is not None else (None, error)
+
+
+_LIST_START = re.compile(r'^\s*\[|"messages"\s*:\s*\[')
+_HEADER_TEXT = re.compile(r'"(sessionId|version)"\s*:\s*"((?:[^"\\]|\\.)*)"')
+
+
+def salvage(text: str) -> Any | None:
+    """What a damaged document still holds: its message list (the whole document, or its `messages`), each
+    message parsed alone, one that cannot be parsed kept as None so the others keep their places; and the
+    document's `sessionId`. None when no list is found."""
+    start = _LIST_START.search(text)
+    if start is None:
+        return None
+    decoder = json.JSONDecoder(parse_constant=_no_constant)
+    messages: list[Any] = []
+    position = start.end()
+    while True:
+        while position < len(text) and text[position] in " \t\r\n,":
+            position += 1
+        if position >= len(text) or text[position] == "]":
+            break
+        try:
+            message, position = decoder.raw_decode(text, position)
+            messages.append(scrub(message))
+        except (ValueError, RecursionError):
+            end = skip_value(text, position)
+            if end is None or end <= position:
+                break
+            messages.append(None)
+            position = end
+    if start.group(0).lstrip().startswith("["):
+        return messages
+    header = {match.group(1): match.group(2) for match in _HEADER_TEXT.finditer(text[: start.start()])}
+    return {**header, "messages": messages}
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def document_entries(
+    path: Path,
+    max_line_bytes: int,
+    records: Callable[[Any], list[Any]],
+    parse: Callable[[int, Any], Entry | BadLine | None],
+) -> Iterator[tuple[RawLine, Entry | BadLine | None]]:
+    """The entries of a whole JSON document, numbered by record: `records` lists what the document holds
+    (a session header first, then its messages), `parse` reads one (guarded: a record that breaks it is a
+    bad line). Offsets mean nothing here: such a document is re-read whole when it changes."""
+    from memex.sources.files import open_regular
+
+    with open_regular(path) as handle:
+        size = handle.seek(0, 2)
+    value, error = load_document(path, max_line_bytes)
+    if error is None and value is not None:
+        listed = guarded(0, lambda: records(value))
+        error = listed.reason if isinstance(listed, BadLine) else None
+    if error is not None:
+        yield RawLine(0, 0, size, None, error), BadLine(0, error)
+        return
+    if value is None:
+        return
+    assert isinstance(listed, list)
+    for index, record in enumerate(listed):
+        yield RawLine(index, 0, size, None), checked(index, lambda i=index, r=record: parse(i, r))
