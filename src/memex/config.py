@@ -60,6 +60,9 @@ class Config:
     kimi_dir: Path = Path("~/.kimi-code/sessions")
     kimi_legacy_dir: Path = Path("~/.kimi/sessions")
     cline_dir: Path = Path("~/.cline/data/sessions")
+    # Aider writes its history into each project folder: memex looks in every project folder it knows
+    # (from any agent's sessions) and in these folders (separated by the system's path separator).
+    aider_dirs: str = ""
     # Chunks are the unit of lexical and vector search. 384 tokens keeps a chunk inside the context of
     # small embedding models (MiniLM and e5-small truncate at 512 word pieces, and our token estimate runs
     # lower than word pieces); 64 tokens of overlap keeps a sentence cut at a border findable from both sides.

@@ -24,6 +24,7 @@ from conftest import (
     CODEX_SHORT,
     GEMINI_JSONL,
     GEMINI_LEGACY,
+    LIVE_AIDER,
     LIVE_CLINE,
     LIVE_COPILOT,
     LIVE_KIMI_CODE,
@@ -35,7 +36,7 @@ from conftest import (
 )
 from memex.config import load_config
 from memex.ingest.pipeline import ingest_transcript
-from memex.sources import claude, cline, codex, copilot, gemini, kimi, pi, qwen, stream_entries
+from memex.sources import aider, claude, cline, codex, copilot, gemini, kimi, pi, qwen, stream_entries
 from memex.sources.jsonl import parse_json_line
 from memex.sources.model import BadLine, Entry, Transcript
 from memex.store.db import connect
@@ -353,3 +354,21 @@ def test_pi_damaged_file_is_ingested(stretch: Stretch) -> None:
 @given(damaged_stretch(KIMI_SOURCES, keep_first=True))
 def test_kimi_damaged_file_is_ingested(stretch: Stretch) -> None:
     _ingest_case(kimi.classify, kimi, _write(stretch.damaged, "wire.jsonl", str(uuid.uuid4())))
+
+
+# --- Markdown (Aider): any bytes anywhere -------------------------------------------------------------
+
+AIDER_LINES = (LIVE_AIDER / ".aider.chat.history.md").read_bytes().splitlines(keepends=True)
+
+
+@given(st.lists(st.binary(max_size=300), min_size=1, max_size=4), st.integers(0, len(AIDER_LINES)))
+def test_aider_survives_any_bytes_anywhere(inserted: list[bytes], at: int) -> None:
+    """Lines of any bytes (invalid UTF-8, fences, `>`, `####`) put into a real history: nothing raises, and
+    the history is ingested."""
+    damaged = [*AIDER_LINES[:at], *(line.replace(b"\n", b" ") + b"\n" for line in inserted), *AIDER_LINES[at:]]
+    path = _SCRATCH / uuid.uuid4().hex / ".aider.chat.history.md"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"".join(damaged))
+    entries = _read(aider, path)
+    assert sum(isinstance(e, Entry) and e.kind == "prompt" for e in entries) >= 1
+    _ingest_case(aider.classify, aider, path)

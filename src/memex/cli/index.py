@@ -18,7 +18,9 @@ from memex.errors import StoreError, UserError
 from memex.ingest.indexer import IndexReport, default_roots, discover, index_transcripts
 from memex.sources import ADAPTERS
 from memex.sources.files import Skipped, safe_resolve
+from memex.sources.locations import PROJECT_AGENTS
 from memex.sources.model import Transcript
+from memex.store.queries import known_projects
 
 # `memex index` exit statuses (README, "Use").
 EXIT_SOME_FAILED = 1
@@ -67,14 +69,17 @@ def index_command(
     if everything and (paths or agents):
         raise UserError("--all indexes every agent's default folders: give it no PATHS and no --agent")
     chosen = list(agents) or sorted(ADAPTERS)
+    conn = app.db()
+    # Agents that keep their histories in project folders are looked for in the folders memex knows, once
+    # the others' sessions (which name those folders) are indexed: a second pass.
+    in_projects = [] if paths else [a for a in chosen if a in PROJECT_AGENTS]
     if paths:
         roots = {agent: [safe_resolve(p) for p in paths] for agent in chosen}
     else:
-        roots = default_roots(app.config, chosen)
+        roots = default_roots(app.config, [a for a in chosen if a not in in_projects])
     skipped: list[Skipped] = []
     transcripts = discover(roots, skipped)
     refused = _refused(paths, transcripts, skipped, chosen)
-    conn = app.db()
     total = sum(_size(t.path) for t in transcripts)
     with byte_progress(app.err, total, "Indexing") as progress:
         task = progress.task_ids[0]
@@ -91,6 +96,10 @@ def index_command(
                 workers=workers or app.config.index_workers,
                 skipped=skipped,
             )
+            if in_projects:
+                found = discover(default_roots(app.config, in_projects, known_projects(conn)), report.failed)
+                transcripts += found
+                report.merge(index_transcripts(conn, app.config, found, on_file=advance))
         except sqlite3.OperationalError as exc:  # locked past busy_timeout_ms, full, read-only
             raise StoreError(
                 f"cannot write to {app.config.db_path}: {exc} (the files indexed so far are kept; run again)"

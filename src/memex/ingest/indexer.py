@@ -91,6 +91,18 @@ class IndexReport:
         self.mirrors += file.mirror_written
         self.warnings.extend(file.warnings)
 
+    def merge(self, other: IndexReport) -> None:
+        """Add another run's totals to these (its time included)."""
+        self.files += other.files
+        self.files_changed += other.files_changed
+        self.sessions |= other.sessions
+        for name in ("subagents", "turns", "lines", "bad_lines", "missing_files", "bytes_read", "mirrors"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.seconds += other.seconds
+        self.warnings.extend(other.warnings)
+        self.failed.extend(f for f in other.failed if f not in self.failed)
+        self.refused.extend(other.refused)
+
     def as_dict(self) -> dict[str, object]:
         return {
             "files": self.files,

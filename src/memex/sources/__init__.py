@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
-from memex.sources import claude, cline, codex, copilot, gemini, kimi, pi, qwen, roo
+from memex.sources import aider, claude, cline, codex, copilot, gemini, kimi, pi, qwen, roo
 from memex.sources.jsonl import DEFAULT_MAX_LINE_BYTES, RawLine
 from memex.sources.model import BadLine, Entry, Transcript
 
@@ -34,6 +34,7 @@ ADAPTERS: dict[str, ModuleType] = {
     "kimi": kimi,
     "cline": cline,
     "roo": roo,
+    "aider": aider,
 }
 
 

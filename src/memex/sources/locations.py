@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from memex.config import Config
+from memex.sources import aider
 
 # agent -> its folders: (setting, the agent's variable, the folder under that variable's value).
 _AGENT_HOMES: dict[str, list[tuple[str, str | None, str]]] = {
@@ -24,7 +25,10 @@ _AGENT_HOMES: dict[str, list[tuple[str, str | None, str]]] = {
     "kimi": [("kimi_dir", "KIMI_CODE_HOME", "sessions"), ("kimi_legacy_dir", None, "")],
     "cline": [("cline_dir", None, "")],
     "roo": [],
+    "aider": [],
 }
+# Agents that keep their histories in project folders (found through the folders memex already knows).
+PROJECT_AGENTS = frozenset({"aider"})
 # Editor extensions keep their tasks in the editor's global storage: `<editor>/User/globalStorage/<extension>`.
 _EDITOR_BASES = ("~/.config", "~/Library/Application Support", "~/AppData/Roaming")
 _EDITORS = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")
@@ -54,6 +58,9 @@ def agent_roots(
     """The folders (or files) `agent`'s sessions are found under on this computer."""
     env = os.environ if env is None else env
     roots = [_setting(config, *home, env) for home in _AGENT_HOMES[agent]]
+    if agent == "aider":  # in project folders: each one's own history, looked up directly
+        folders = [*projects, *(p for p in config.aider_dirs.split(os.pathsep) if p.strip())]
+        roots += aider.project_histories(folders)
     if agent in _EXTENSIONS:
         roots += editor_task_folders(_EXTENSIONS[agent], env)
     if agent == "codex":  # Codex moves old rollouts to an archive beside its sessions

@@ -327,3 +327,9 @@ def latest_session_in(conn: sqlite3.Connection, folder: str) -> str | None:
         (json.dumps(list(dict.fromkeys(candidates))),),
     ).fetchone()
     return row[0] if row else None
+
+
+def known_projects(conn: sqlite3.Connection) -> list[str]:
+    """Every project folder of an indexed session (where Aider and SpecStory keep their histories)."""
+    rows = conn.execute("SELECT DISTINCT project_dir FROM sessions WHERE project_dir IS NOT NULL ORDER BY 1")
+    return [row[0] for row in rows]
