@@ -8,4 +8,7 @@ OTHER_AGENT_DIRS = {
     "kimi_dir": "kimi-code-sessions",
     "kimi_legacy_dir": "kimi-sessions",
     "cline_dir": "cline-sessions",
+    "cursor_dir": "cursor-projects",
+    "cursor_state_db": "cursor-state.vscdb",
+    "opencode_db": "opencode.db",
 }

@@ -63,6 +63,10 @@ class Config:
     # Aider writes its history into each project folder: memex looks in every project folder it knows
     # (from any agent's sessions) and in these folders (separated by the system's path separator).
     aider_dirs: str = ""
+    cursor_dir: Path = Path("~/.cursor/projects")
+    # Cursor's editor database (its chats: `cursorDiskKV`); the macOS location is read too when it exists.
+    cursor_state_db: Path = Path("~/.config/Cursor/User/globalStorage/state.vscdb")
+    opencode_db: Path = Path("~/.local/share/opencode/opencode.db")
     # Chunks are the unit of lexical and vector search. 384 tokens keeps a chunk inside the context of
     # small embedding models (MiniLM and e5-small truncate at 512 word pieces, and our token estimate runs
     # lower than word pieces); 64 tokens of overlap keeps a sentence cut at a border findable from both sides.

@@ -18,7 +18,7 @@ from memex.errors import StoreError, UserError
 from memex.ingest.indexer import IndexReport, default_roots, discover, index_transcripts
 from memex.sources import ADAPTERS
 from memex.sources.files import Skipped, safe_resolve
-from memex.sources.locations import PROJECT_AGENTS
+from memex.sources.locations import PROJECT_AGENTS, project_roots
 from memex.sources.model import Transcript
 from memex.store.queries import known_projects
 
@@ -76,7 +76,7 @@ def index_command(
     if paths:
         roots = {agent: [safe_resolve(p) for p in paths] for agent in chosen}
     else:
-        roots = default_roots(app.config, [a for a in chosen if a not in in_projects])
+        roots = default_roots(app.config, chosen)
     skipped: list[Skipped] = []
     transcripts = discover(roots, skipped)
     refused = _refused(paths, transcripts, skipped, chosen)
@@ -97,7 +97,8 @@ def index_command(
                 skipped=skipped,
             )
             if in_projects:
-                found = discover(default_roots(app.config, in_projects, known_projects(conn)), report.failed)
+                known = known_projects(conn)
+                found = discover({a: project_roots(a, known) for a in in_projects}, report.failed)
                 transcripts += found
                 report.merge(index_transcripts(conn, app.config, found, on_file=advance))
         except sqlite3.OperationalError as exc:  # locked past busy_timeout_ms, full, read-only

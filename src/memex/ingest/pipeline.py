@@ -376,13 +376,13 @@ def plan_ingest(conn: sqlite3.Connection, transcript: Transcript, claimed: dict[
         if state and state.file_size == plan.size and state.file_mtime_ns == plan.mtime_ns:
             plan.status = "unchanged"
             return plan
-        if is_synthetic(transcript.agent):  # a session in a database, a run of a history: read whole
+        if is_synthetic(transcript):  # a session in a database, a run of a history: read whole
             plan.status = "new" if state is None else "rewritten"
         else:
             with open_regular(transcript.path) as handle:
                 if state is None:
                     plan.status = "new"
-                elif is_incremental(transcript.agent) and is_append_of(handle, plan.size, state):
+                elif is_incremental(transcript.agent, transcript.path) and is_append_of(handle, plan.size, state):
                     plan.status, plan.state = "appended", state
                 else:
                     plan.status = "rewritten"
@@ -473,7 +473,7 @@ def parse_stream(
         turn._seen_blocks.clear()  # only needed while building
     parsed.project_dir = plan.project_dir or parsed.facts.cwd
     parsed.turns = prepare_turns(turns, parsed.project_dir, max_tokens, overlap_tokens)
-    if not is_synthetic(transcript.agent):
+    if not is_synthetic(transcript):
         try:
             with open_regular(transcript.path) as handle:
                 parsed.checks = file_checks(handle, parsed.end_offset)

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
-from memex.sources import aider, claude, cline, codex, copilot, gemini, kimi, pi, qwen, roo
+from memex.sources import aider, claude, cline, codex, copilot, cursor, gemini, kimi, opencode, pi, qwen, roo
 from memex.sources.jsonl import DEFAULT_MAX_LINE_BYTES, RawLine
 from memex.sources.model import BadLine, Entry, Transcript
 
@@ -35,6 +35,8 @@ ADAPTERS: dict[str, ModuleType] = {
     "cline": cline,
     "roo": roo,
     "aider": aider,
+    "cursor": cursor,
+    "opencode": opencode,
 }
 
 
@@ -43,24 +45,31 @@ def adapter(agent: str) -> ModuleType:
     return ADAPTERS[agent]
 
 
-def is_incremental(agent: str) -> bool:
-    """Whether `agent`'s transcripts can be read from where the last run stopped (append-only files)."""
-    return getattr(ADAPTERS[agent], "INCREMENTAL", True)
+def is_incremental(agent: str, path: Path | None = None) -> bool:
+    """Whether `agent`'s transcripts (this one, when its adapter says per file through `incremental(path)`)
+    can be read from where the last run stopped (append-only files)."""
+    source = ADAPTERS[agent]
+    per_file = getattr(source, "incremental", None)
+    if per_file is not None and path is not None:
+        return bool(per_file(path))
+    return getattr(source, "INCREMENTAL", True)
+
+
+def is_synthetic(transcript: Transcript) -> bool:
+    """Whether a transcript is a synthetic path `<file>#<key>` (see `fingerprint`), not a file to open."""
+    return hasattr(ADAPTERS[transcript.agent], "fingerprint") and "#" in transcript.path.name
 
 
 def fingerprint(transcript: Transcript) -> tuple[int, int]:
     """(size, mtime_ns) of a transcript: its file's, or what its adapter says of a synthetic one. Raises
     FileNotFoundError when it is gone, OSError when it cannot be read."""
-    own = getattr(ADAPTERS[transcript.agent], "fingerprint", None)
-    if own is not None:
-        return own(transcript.path)  # type: ignore[no-any-return]
+    if is_synthetic(transcript):
+        found = ADAPTERS[transcript.agent].fingerprint(transcript.path)
+        if found is None:
+            raise FileNotFoundError(str(transcript.path))
+        return found  # type: ignore[no-any-return]
     stat = transcript.path.stat()
     return stat.st_size, stat.st_mtime_ns
-
-
-def is_synthetic(agent: str) -> bool:
-    """Whether `agent`'s transcripts are synthetic paths (see `fingerprint`), not files to open."""
-    return hasattr(ADAPTERS[agent], "fingerprint")
 
 
 def stream_entries(

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from memex.config import Config
-from memex.sources import aider
+from memex.sources import aider, cursor
 
 # agent -> its folders: (setting, the agent's variable, the folder under that variable's value).
 _AGENT_HOMES: dict[str, list[tuple[str, str | None, str]]] = {
@@ -26,9 +26,13 @@ _AGENT_HOMES: dict[str, list[tuple[str, str | None, str]]] = {
     "cline": [("cline_dir", None, "")],
     "roo": [],
     "aider": [],
+    "cursor": [("cursor_dir", None, ""), ("cursor_state_db", None, "")],
+    "opencode": [("opencode_db", "XDG_DATA_HOME", "opencode/opencode.db")],
 }
-# Agents that keep their histories in project folders (found through the folders memex already knows).
-PROJECT_AGENTS = frozenset({"aider"})
+_MACOS_CURSOR_DB = Path("~/Library/Application Support/Cursor/User/globalStorage/state.vscdb")
+# Agents that keep histories in project folders (found through the folders memex already knows): Aider's
+# `.aider.chat.history.md`, SpecStory's `.specstory/history/` (Cursor chats).
+PROJECT_AGENTS = frozenset({"aider", "cursor"})
 # Editor extensions keep their tasks in the editor's global storage: `<editor>/User/globalStorage/<extension>`.
 _EDITOR_BASES = ("~/.config", "~/Library/Application Support", "~/AppData/Roaming")
 _EDITORS = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")
@@ -52,15 +56,26 @@ def _setting(config: Config, name: str, variable: str | None, below: str, env: M
     return value
 
 
+def project_roots(agent: str, projects: Iterable[str]) -> list[Path]:
+    """Where `agent` keeps histories inside the given project folders (each looked up, never searched)."""
+    if agent == "aider":
+        return aider.project_histories(projects)
+    if agent == "cursor":
+        return cursor.project_exports(projects)
+    return []
+
+
 def agent_roots(
     config: Config, agent: str, projects: Iterable[str] = (), env: Mapping[str, str] | None = None
 ) -> list[Path]:
     """The folders (or files) `agent`'s sessions are found under on this computer."""
     env = os.environ if env is None else env
     roots = [_setting(config, *home, env) for home in _AGENT_HOMES[agent]]
-    if agent == "aider":  # in project folders: each one's own history, looked up directly
-        folders = [*projects, *(p for p in config.aider_dirs.split(os.pathsep) if p.strip())]
-        roots += aider.project_histories(folders)
+    if agent == "aider":  # the folders named in the settings; every known project's (`project_roots`)
+        roots += aider.project_histories(p for p in config.aider_dirs.split(os.pathsep) if p.strip())
+    if agent == "cursor" and _MACOS_CURSOR_DB.expanduser().is_file():
+        roots.append(_MACOS_CURSOR_DB.expanduser())
+    roots += project_roots(agent, projects)
     if agent in _EXTENSIONS:
         roots += editor_task_folders(_EXTENSIONS[agent], env)
     if agent == "codex":  # Codex moves old rollouts to an archive beside its sessions

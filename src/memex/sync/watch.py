@@ -179,7 +179,7 @@ class Watcher:
             file = getattr(source, "watched_file", lambda p: p)(Path(path))  # a database's -wal: the database
             found = source.discover([file])
             # A database's sessions, and a Copilot file's subagents, come and go: listed every time.
-            if found and not is_synthetic(agent) and not getattr(source, "INLINE_SUBAGENTS", False):
+            if found and not any(is_synthetic(t) for t in found) and not getattr(source, "INLINE_SUBAGENTS", False):
                 self._transcripts[path] = found
             return found or None
         now = self.clock()
