@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 
-def index_json(run: Callable[..., Any], *paths: Path) -> dict[str, Any]:
-    """`memex index PATH… --json`, which must succeed."""
+def index_json(run: Callable[..., Any], *paths: Path | str) -> dict[str, Any]:
+    """`memex index PATH… --json` (or `--all`), which must succeed."""
     result = run("index", *map(str, paths), "--json")
     assert result.exit_code == 0, result.output + result.stderr
     return json.loads(result.stdout)

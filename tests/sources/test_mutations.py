@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import tempfile
 import uuid
 from collections.abc import Callable
@@ -29,14 +30,30 @@ from conftest import (
     LIVE_COPILOT,
     LIVE_KIMI_CODE,
     LIVE_KIMI_LEGACY,
+    LIVE_OPENCODE_DB,
     LIVE_PI,
     LIVE_QWEN,
     MISC,
     SLAY,
+    SPECSTORY,
 )
 from memex.config import load_config
 from memex.ingest.pipeline import ingest_transcript
-from memex.sources import aider, claude, cline, codex, copilot, gemini, kimi, pi, qwen, stream_entries
+from memex.sources import (
+    aider,
+    claude,
+    cline,
+    codex,
+    copilot,
+    cursor,
+    gemini,
+    kimi,
+    opencode,
+    pi,
+    qwen,
+    sqlite_read,
+    stream_entries,
+)
 from memex.sources.jsonl import parse_json_line
 from memex.sources.model import BadLine, Entry, Transcript
 from memex.store.db import connect
@@ -372,3 +389,75 @@ def test_aider_survives_any_bytes_anywhere(inserted: list[bytes], at: int) -> No
     entries = _read(aider, path)
     assert sum(isinstance(e, Entry) and e.kind == "prompt" for e in entries) >= 1
     _ingest_case(aider.classify, aider, path)
+
+
+SPECSTORY_LINES = (
+    (SPECSTORY / "history" / "2025-04-28_16-22-backlog-task-inquiry.md").read_bytes().splitlines(keepends=True)
+)
+
+
+@given(st.lists(st.binary(max_size=300), min_size=1, max_size=4), st.integers(0, len(SPECSTORY_LINES)))
+def test_specstory_survives_any_bytes_anywhere(inserted: list[bytes], at: int) -> None:
+    """Lines of any bytes put into a real SpecStory export: nothing raises, and the export is ingested."""
+    head, tail = SPECSTORY_LINES[: max(at, 1)], SPECSTORY_LINES[max(at, 1) :]  # its first line marks it
+    damaged = [*head, *(line.replace(b"\n", b" ") + b"\n" for line in inserted), *tail]
+    path = _SCRATCH / uuid.uuid4().hex / "history" / "chat.md"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"".join(damaged))
+    _read(cursor, path)
+    _ingest_case(cursor.classify, cursor, path)
+
+
+# --- SQLite (OpenCode): any value in any field of a message or part -----------------------------------
+
+_OPENCODE_ROWS = (
+    sqlite3.connect(f"file:{LIVE_OPENCODE_DB}?mode=ro", uri=True)
+    .execute("SELECT 'message', id, data FROM message UNION ALL SELECT 'part', id, data FROM part")
+    .fetchall()
+)
+
+
+@st.composite
+def damaged_row(draw: st.DrawFn) -> tuple[str, str, Any]:
+    table, row_id, data = draw(st.sampled_from(_OPENCODE_ROWS))
+    changed, mutation = draw(mutated_record(json.loads(data)))
+    note(f"{table} {row_id}: {mutation}")
+    return table, row_id, changed
+
+
+@given(damaged_row())
+def test_opencode_survives_any_value_in_any_field(case) -> None:
+    table, row_id, changed = case
+    folder = _SCRATCH / uuid.uuid4().hex
+    folder.mkdir()
+    database = folder / "opencode.db"
+    database.write_bytes(LIVE_OPENCODE_DB.read_bytes())
+    (session,) = sqlite3.connect(database).execute(f"SELECT session_id FROM {table} WHERE id = ?", (row_id,)).fetchone()
+    path = sqlite_read.synthetic(database, session)
+    before = [e for _, e in opencode.read_entries(path, 0, 0, MAX_LINE_BYTES)]
+    conn = sqlite3.connect(database)
+    try:
+        text = dumps(changed).decode("utf-8", "surrogatepass")
+    except ValueError:
+        text = ""
+    conn.execute(f"UPDATE {table} SET data = ? WHERE id = ?", (text.encode("utf-8", "replace"), row_id))
+    conn.commit()
+    conn.close()
+    message = row_id if table == "message" else _message_of(database, row_id)
+    line = next(e.line_index for e in before if isinstance(e, Entry) and e.uuid == message)
+    after = [e for _, e in opencode.read_entries(path, 0, 0, MAX_LINE_BYTES)]
+    assert {e.line_index: e for e in after if e.line_index != line} == {
+        e.line_index: e for e in before if e.line_index != line
+    }
+    # The whole ingest, into a store of its own (the session's id and fingerprint repeat across examples).
+    store = connect(folder / "memex.db")
+    transcript = next(t for t in opencode.discover([database]) if t.path == path)
+    report = ingest_transcript(store, _CONFIG, transcript)
+    assert report.status == "new", report.error
+    stored = store.execute("SELECT count(*) FROM entries").fetchone()[0]
+    assert stored == sum(isinstance(e, Entry) for e in after)
+    store.close()
+
+
+def _message_of(database: Path, part: str) -> str:
+    return sqlite3.connect(database).execute("SELECT message_id FROM part WHERE id = ?", (part,)).fetchone()[0]

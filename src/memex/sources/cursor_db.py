@@ -236,6 +236,7 @@ def read_entries(
     if text(composer.get("name")):
         header.kind, header.extra = "title", {"title": composer["name"], "source": "custom-title"}
     yield RawLine(0, 0, 0, None), header
+    last = header.timestamp
     inline = items(composer.get("conversation"))
     heads = items(composer.get("fullConversationHeadersOnly")) or inline
     for index, head in enumerate(heads, 1):
@@ -248,4 +249,8 @@ def read_entries(
         bubble = _loads(raw) if raw is not None else (head if head in inline else None)
         if bubble is None:
             continue  # listed, not written yet
-        yield RawLine(index, 0, 0, None), checked(index, lambda i=index, b=bubble: _bubble_entry(i, b))
+        entry = checked(index, lambda i=index, b=bubble: _bubble_entry(i, b))
+        if isinstance(entry, Entry):  # a message without a time was written after the one before it
+            entry.timestamp = entry.timestamp or last
+            last = entry.timestamp
+        yield RawLine(index, 0, 0, None), entry
