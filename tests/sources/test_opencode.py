@@ -110,3 +110,13 @@ def test_xdg_data_home_moves_the_default_database(tmp_path: Path) -> None:
     config = load_config({"MEMEX_HOME": str(tmp_path / "m")})
     roots = default_roots(config, ["opencode"], env={"XDG_DATA_HOME": str(tmp_path / "data")})
     assert roots["opencode"] == [tmp_path / "data" / "opencode" / "opencode.db"]
+
+
+def test_show_raw_prints_the_sessions_records(run, tmp_path: Path) -> None:
+    index_json(run, copy(tmp_path))
+    result = run("show", READ, "--raw")
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert records[0]["session"]["id"] == READ
+    assert [r["message"]["role"] for r in records[1:]][:2] == ["user", "assistant"]
+    assert any(p.get("tool") == "read" for r in records[1:] for p in r["parts"])

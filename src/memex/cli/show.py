@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import codecs
+import itertools
 import re
+import sqlite3
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +20,7 @@ from memex.cli.options import json_option
 from memex.cli.render import project_name, short_time, subagent_label
 from memex.errors import UserError
 from memex.ingest.mirrors import LABELS, Mirror, build_mirror, get_mirror
-from memex.sources import ADAPTERS
+from memex.sources import ADAPTERS, raw_transcript
 from memex.store.queries import get_session, resolve_session, session_turns
 
 _LABEL = re.compile(r"^(User \(next\)|User|Assistant|Compaction summary):", re.MULTILINE)
@@ -69,7 +71,7 @@ def show_command(app: App, session: str, as_turns: bool, raw: bool, agent: str |
         return
     info = get_session(conn, session_id)
     if raw:
-        _print_raw(app, info["transcript_path"], session_id)
+        _print_raw(app, info["agent"], info["transcript_path"], session_id)
     elif as_turns:
         _show_turns(app, info, session_turns(conn, session_id), as_json)
     else:
@@ -146,11 +148,16 @@ def _show_turns(app: App, info: dict[str, Any], turns: list[dict[str, Any]], as_
             out.print(Text(turn["tool_summary"], style="dim"))
 
 
-def _print_raw(app: App, transcript_path: str | None, session_id: str) -> None:
-    if not transcript_path or not Path(transcript_path).is_file():
+def _print_raw(app: App, agent: str, transcript_path: str | None, session_id: str) -> None:
+    """The transcript file, or (a session kept in an agent's database) its records as JSON lines."""
+    try:
+        blocks = raw_transcript(agent, Path(transcript_path)) if transcript_path else None
+        first = next(blocks, b"") if blocks is not None else None
+    except (OSError, sqlite3.Error):
+        first = None
+    if blocks is None or first is None:
         raise UserError(f"the transcript of {session_id} is not on this computer")
-    with open(transcript_path, "rb") as handle:
-        _write_blocks(app, iter(lambda: handle.read(1 << 16), b""))
+    _write_blocks(app, itertools.chain([first], blocks))
 
 
 def _write_blocks(app: App, blocks: Iterator[bytes]) -> None:

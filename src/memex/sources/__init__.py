@@ -94,3 +94,19 @@ def split_synthetic(path: Path) -> tuple[Path, str]:
     """(the real file, the key) of a synthetic transcript path `<file>#<key>`."""
     name, _, key = path.name.rpartition("#")
     return path.with_name(name), key
+
+
+def raw_transcript(agent: str, path: Path) -> Iterator[bytes]:
+    """The transcript as the agent wrote it: the file's bytes, or (a session in a database) its records as
+    JSON lines. Raises FileNotFoundError when it is not on this computer."""
+    source = ADAPTERS.get(agent)
+    if source is not None and hasattr(source, "raw_records") and "#" in path.name:
+        return source.raw_records(path)  # type: ignore[no-any-return]
+    if not path.is_file():
+        raise FileNotFoundError(str(path))
+    return _file_blocks(path)
+
+
+def _file_blocks(path: Path) -> Iterator[bytes]:
+    with path.open("rb") as handle:
+        yield from iter(lambda: handle.read(1 << 16), b"")

@@ -137,11 +137,13 @@ def classify(path: Path) -> Transcript | None:
 
     A file named `<uuid>.jsonl` is a session (an empty one too); any other file is Claude's only when its
     first line is a Claude record, and then its session is that line's `sessionId` (or the file's name).
-    Other agents' files are not Claude's: Codex rollouts (`rollout-*.jsonl`), Gemini chats (under a
-    `chats/` folder).
+    Other agents' files are not Claude's: Codex rollouts (`rollout-*.jsonl`), Gemini and Qwen chats (under a
+    `chats/` folder), Cursor's agent transcripts (under `agent-transcripts/`).
     """
     stem = path.stem
     if stem.startswith("rollout-") or "chats" in (path.parent.name, path.parent.parent.name):
+        return None
+    if "agent-transcripts" in path.parts[-4:]:  # Cursor's agent transcripts are named by a uuid too
         return None
     if stem.startswith("agent-"):
         agent_id = stem.removeprefix("agent-")

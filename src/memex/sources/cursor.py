@@ -316,3 +316,8 @@ def incremental(path: Path) -> bool:
 def fingerprint(path: Path) -> tuple[int, int] | None:
     """A database session's version (`memex.sources.cursor_db`); None for a file (its size and time)."""
     return cursor_db.fingerprint(path) if cursor_db.is_synthetic(path) else None
+
+
+def raw_records(path: Path) -> Iterator[bytes]:
+    """A chat of Cursor's database, as it is stored (`memex.sources.cursor_db`)."""
+    return cursor_db.raw_records(path)

@@ -172,6 +172,11 @@ def fingerprint(path: Path) -> tuple[int, int] | None:
 # --- reading ---------------------------------------------------------------------------------------
 
 
+def _like_escape(value: str) -> str:
+    """`value` for a LIKE pattern with `\\` as its escape."""
+    return value.replace("\\", "\\\\").replace("_", "\\_").replace("%", "\\%")
+
+
 def _bubble_entry(index: int, bubble: Any) -> Entry | BadLine | None:
     if not isinstance(bubble, dict):
         return BadLine(index, "message is not a JSON object")
@@ -223,7 +228,7 @@ def read_entries(
                 "SELECT substr(key, ?), value FROM cursorDiskKV WHERE key LIKE ? ESCAPE '\\'",
                 (
                     len(_BUBBLE) + len(composer_id) + 2,
-                    _BUBBLE + composer_id.replace("_", "\\_").replace("%", "\\%") + ":%",
+                    _BUBBLE + _like_escape(composer_id) + ":%",
                 ),
             ).fetchall()
         )
@@ -254,3 +259,20 @@ def read_entries(
             entry.timestamp = entry.timestamp or last
             last = entry.timestamp
         yield RawLine(index, 0, 0, None), entry
+
+
+def raw_records(path: Path) -> Iterator[bytes]:
+    """A chat as Cursor stored it: its composer record, then each message, as JSON lines."""
+    parts = sqlite_read.split(path)
+    if parts is None:
+        raise FileNotFoundError(str(path))
+    database, composer_id = parts
+    with sqlite_read.reading(database) as conn:
+        rows = conn.execute(
+            "SELECT key, value FROM cursorDiskKV WHERE key = ? OR key LIKE ? ESCAPE '\\' ORDER BY key != ?",
+            (_COMPOSER + composer_id, _BUBBLE + _like_escape(composer_id) + ":%", _COMPOSER + composer_id),
+        ).fetchall()
+    if not rows:
+        raise FileNotFoundError(str(path))
+    for key, value in rows:
+        yield orjson.dumps({"key": key, "value": _loads(value)}) + b"\n"

@@ -237,3 +237,28 @@ def read_entries(
             continue
         record = (message_id, time_created, data, by_message.get(message_id, []))
         yield RawLine(index, 0, 0, None), checked(index, lambda i=index, r=record: _message_entry(i, r))
+
+
+def raw_records(path: Path) -> Iterator[bytes]:
+    """A session as OpenCode stored it: its row, then each message with its parts, as JSON lines."""
+    parts = sqlite_read.split(path)
+    if parts is None:
+        raise FileNotFoundError(str(path))
+    database, session_id = parts
+    with sqlite_read.reading(database) as conn:
+        conn.row_factory = sqlite3.Row
+        session = conn.execute("SELECT * FROM session WHERE id = ?", (session_id,)).fetchone()
+        if session is None:
+            raise FileNotFoundError(str(path))
+        messages = conn.execute(
+            "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id", (session_id,)
+        ).fetchall()
+        part_rows = conn.execute(
+            "SELECT message_id, data FROM part WHERE session_id = ? ORDER BY time_created, id", (session_id,)
+        ).fetchall()
+    by_message: dict[str, list[Any]] = {}
+    for row in part_rows:
+        by_message.setdefault(row["message_id"], []).append(_loads(row["data"]))
+    yield orjson.dumps({"session": dict(session)}) + b"\n"
+    for row in messages:
+        yield orjson.dumps({"message": _loads(row["data"]), "parts": by_message.get(row["id"], [])}) + b"\n"
