@@ -146,6 +146,12 @@ def transcript_path(conn: sqlite3.Connection, session_id: str) -> str | None:
     return _local_session(conn, session_id)["transcript_path"]
 
 
+def transcript_of(conn: sqlite3.Connection, session_id: str) -> tuple[str, str | None]:
+    """(agent, transcript path) of a session indexed here (ApiFailure 404 for others)."""
+    info = _local_session(conn, session_id)
+    return info["agent"], info["transcript_path"]
+
+
 def _local_session(conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
     """A session indexed on this computer (404 for any other id)."""
     try:
