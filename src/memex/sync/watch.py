@@ -51,9 +51,14 @@ def _stat_tree(root: Path, agent: str) -> dict[str, tuple[int, int]]:
     """(size, mtime_ns) of every file under `root` that may be one of `agent`'s transcripts, by path."""
     suffixes = getattr(adapter(agent), "WATCH_SUFFIXES", _SUFFIXES)
     found: dict[str, tuple[int, int]] = {}
-    if root.is_file():
+    if root.is_file():  # a database given as the root changes in its write-ahead log first
         stat = root.stat()
-        return {str(safe_resolve(root)): (stat.st_size, stat.st_mtime_ns)}
+        size, mtime = stat.st_size, stat.st_mtime_ns
+        wal = Path(f"{root}-wal")
+        if wal.is_file():
+            log = wal.stat()
+            size, mtime = size + log.st_size, max(mtime, log.st_mtime_ns)
+        return {str(safe_resolve(root)): (size, mtime)}
     folders = [str(safe_resolve(root))]
     while folders:
         try:
