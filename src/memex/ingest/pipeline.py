@@ -72,6 +72,13 @@ def _path_key(path: Path) -> str:
     return str(safe_resolve(path))
 
 
+def _still_there(transcript_path: str) -> bool:
+    """Whether a stored transcript is still on disk (a session of a database: that database)."""
+    path = Path(transcript_path)
+    name, separator, _ = path.name.rpartition("#")
+    return (path.with_name(name) if separator and name else path).exists()
+
+
 def _resolve_session_id(conn: sqlite3.Connection, transcript: Transcript, claimed: dict[str, str] | None = None) -> str:
     """The session id a main transcript is stored under.
 
@@ -87,7 +94,7 @@ def _resolve_session_id(conn: sqlite3.Connection, transcript: Transcript, claime
     owner = row["transcript_path"] if row else None
     if owner is None and claimed:
         owner = claimed.get(transcript.session_id)
-    if owner is None or owner == key or not Path(owner).exists():
+    if owner is None or owner == key or not _still_there(owner):
         return transcript.session_id
     if owner in {_path_key(alias) for alias in transcript.aliases}:
         return transcript.session_id  # this file supersedes the one the session was read from
