@@ -44,6 +44,10 @@ def test_the_subagents_task_is_its_prompt_not_the_sessions() -> None:
     main = good(TASK)
     assert [e.text for e in main if e.kind == "prompt"] == ["MOCK-TASK delegate listing the folder to a subagent"]
     assert not [e for e in main if e.agent_id]
+    reports = [b.text for e in main for b in e.blocks if b.kind == "text" and b.text.startswith("Subagent")]
+    assert reports == [
+        'Subagent "List project files" reported: Subagent report: the folder holds notes.md, app.py and README.md.'
+    ]
     sub = good(TASK, SUBAGENT)
     assert [e.text for e in sub if e.kind == "prompt"] == [
         "SUBAGENT-TASK: list the files of the working folder /home/dev/proj and report them."

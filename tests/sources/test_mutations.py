@@ -255,9 +255,20 @@ def _same_records(source: Any, stretch: Stretch, name: str, folder: str = "") ->
     assert after == before
 
 
+def _copilot_summary(entry: Entry | BadLine) -> tuple:
+    """A record as read on its own: a task's result reads as a report when its call was read before it."""
+    if isinstance(entry, BadLine):
+        return ("bad", entry.reason)
+    blocks = [b for b in _blocks(entry) if not (b[0] == "text" and b[1].startswith("Subagent "))]
+    kind = None if entry.entry_type == "tool.execution_complete" else entry.kind
+    return (entry.entry_type, kind, entry.timestamp, entry.agent_id, blocks)
+
+
 @given(damaged_stretch(COPILOT_SOURCES, keep_first=True))
 def test_copilot_survives_any_value_in_any_field(stretch: Stretch) -> None:
-    _same_records(copilot, stretch, "events.jsonl")
+    before = _by_line(_read(copilot, _write(stretch.intact, "events.jsonl")), stretch.indexes)
+    after = _by_line(_read(copilot, _write(stretch.damaged, "events.jsonl")), stretch.indexes)
+    assert {i: _copilot_summary(e) for i, e in after.items()} == {i: _copilot_summary(e) for i, e in before.items()}
 
 
 @given(damaged_stretch(QWEN_SOURCES, keep_first=True))

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from memex.sources.files import Skipped, candidates, open_regular, safe_resolve
+from memex.sources.injected import AgentReport
 from memex.sources.jsonl import DEFAULT_MAX_LINE_BYTES, RawLine
 from memex.sources.model import BadLine, Block, Entry, Transcript
 from memex.sources.records import first_record, items, jsonl_entries, obj, output_text, text, tool_block
@@ -29,6 +30,7 @@ AGENT = "copilot"
 INCREMENTAL = True
 INLINE_SUBAGENTS = True
 FILE_NAME = "events.jsonl"
+_TASK_TOOL = "task"
 # Events that repeat what another event holds, or carry nothing to recall.
 _NOISE = frozenset(
     {
@@ -195,5 +197,17 @@ def parse(line_index: int, event: dict[str, Any]) -> Entry | BadLine | None:
 def read_entries(
     path: Path, start_offset: int = 0, start_line: int = 0, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
 ) -> Iterator[tuple[RawLine, Entry | BadLine | None]]:
-    """Each event of a session file from `start_offset`, every stream's (see `INLINE_SUBAGENTS`)."""
-    return jsonl_entries(path, start_offset, start_line, max_line_bytes, parse)
+    """Each event of a session file from `start_offset`, every stream's (see `INLINE_SUBAGENTS`). A subagent's
+    answer, the result of the parent's `task` call, reads as its report in the parent's conversation."""
+    tasks: dict[str, str | None] = {}  # task call id -> its description
+    for line, entry in jsonl_entries(path, start_offset, start_line, max_line_bytes, parse):
+        if isinstance(entry, Entry):
+            for tool in entry.tool_uses:
+                if tool.name == _TASK_TOOL and tool.id:
+                    tasks[tool.id] = text(tool.input.get("description"))
+            result = entry.blocks[0] if entry.kind == "tool_result" and entry.blocks else None
+            if result is not None and result.tool_use_id in tasks and result.text.strip():
+                report = AgentReport(None, tasks[result.tool_use_id], result.text.strip())
+                entry.kind, entry.role = "assistant", "assistant"
+                entry.blocks.append(Block("text", report.text()))
+        yield line, entry
