@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, settings
 
+from agent_dirs import OTHER_AGENT_DIRS
 from corpus import HILLVIEW
 from memex.cli.main import cli
 from memex.config import Config, load_config
@@ -38,6 +39,8 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("MEMEX_CLAUDE_DIR", str(tmp_path / "claude-projects"))
     monkeypatch.setenv("MEMEX_CODEX_DIR", str(tmp_path / "codex-sessions"))
     monkeypatch.setenv("MEMEX_GEMINI_DIR", str(tmp_path / "gemini-tmp"))
+    for agent, folder in OTHER_AGENT_DIRS.items():  # never the real HOME's sessions
+        monkeypatch.setenv(f"MEMEX_{agent.upper()}", str(tmp_path / folder))
     return memex_home
 
 

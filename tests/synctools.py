@@ -16,6 +16,7 @@ from typing import Any
 import redis
 from click.testing import CliRunner, Result
 
+from agent_dirs import OTHER_AGENT_DIRS
 from memex.cli.main import cli
 from memex.config import Config, load_config
 from memex.store.db import connect
@@ -136,6 +137,7 @@ class Computer:
             "MEMEX_CLAUDE_DIR": str(self.claude_dir),
             "MEMEX_CODEX_DIR": str(self.codex_dir),
             "MEMEX_GEMINI_DIR": str(self.gemini_dir),
+            **{f"MEMEX_{name.upper()}": str(root / folder) for name, folder in OTHER_AGENT_DIRS.items()},
             "MEMEX_REDIS_URL": redis_url,
             "MEMEX_REDIS_PREFIX": prefix,
             "MEMEX_API_ADDRESS": "127.0.0.1:0",

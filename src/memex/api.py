@@ -16,6 +16,7 @@ for nothing it does not use.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -129,7 +130,8 @@ class Memex:
         claimed = {safe_resolve(t.path) for t in transcripts}
         claimed |= {safe_resolve(alias) for t in transcripts for alias in t.aliases}
         claimed |= {safe_resolve(s.path) for s in skipped}
-        reason = f"not a transcript of {' or '.join(chosen)}"
+        every = set(chosen) == set(ADAPTERS)
+        reason = "not a transcript of any agent memex reads" if every else f"not a transcript of {' or '.join(chosen)}"
         refused = [Skipped(p, reason) for p in paths if not p.is_dir() and safe_resolve(p) not in claimed]
         return Discovery(roots, transcripts, skipped, refused, defaults=not paths)
 
@@ -145,7 +147,9 @@ class Memex:
         store cannot be written (what was indexed so far is kept)."""
         from memex.archive.reader import archived_sources
         from memex.errors import StoreError
-        from memex.ingest.indexer import index_transcripts
+        from memex.ingest.indexer import discover, index_transcripts
+        from memex.sources.locations import PROJECT_AGENTS, project_roots
+        from memex.store.queries import known_projects
 
         found = found or self.discover()
         # Over the default folders: also the transcripts the agents deleted whose archived copies must be
@@ -165,6 +169,14 @@ class Memex:
                     workers=workers or self.config.index_workers,
                     skipped=found.skipped,
                 )
+            # Agents that keep their histories in project folders (Aider, SpecStory) are looked for in the
+            # folders memex knows once the other agents' sessions, which name those folders, are indexed.
+            in_projects = [agent for agent in found.roots if agent in PROJECT_AGENTS] if found.defaults else []
+            if in_projects:
+                known = known_projects(self.conn)
+                more = discover({agent: project_roots(agent, known) for agent in in_projects}, report.failed)
+                found.transcripts.extend(more)
+                report.merge(index_transcripts(self.conn, self.config, more, on_file=on_file))
         except sqlite3.OperationalError as exc:  # locked past busy_timeout_ms, full, read-only
             raise StoreError(
                 f"cannot write to {self.config.db_path}: {exc} (the files indexed so far are kept; run again)"
@@ -328,7 +340,6 @@ class Memex:
 
     def raw(self, session: str, *, agent: str | None = None) -> Iterator[bytes]:
         """A session's transcript file as it is, in blocks: read here, or fetched from the computer it ran on."""
-        from memex.store.queries import get_session
 
         session_id = self.resolve_session(session, agent)
         if not self.is_local(session_id):  # the transcript stays on its computer: ask that computer's daemon
@@ -337,13 +348,19 @@ class Memex:
             mirror = self._stored_mirror(session_id, self.config.computer)
             assert mirror is not None
             return remote_raw(self.config, mirror.computer, self.conn, session_id)
-        path = get_session(self.conn, session_id)["transcript_path"]
-        if not path or not Path(path).is_file():
-            copy = self.archived_copy(session_id)
-            if copy is None:
-                raise UserError(f"the transcript of {session_id} is not on this computer (and memex has no copy of it)")
-            return _reader_blocks(copy)
-        return _file_blocks(Path(path))
+        from memex.sources import raw_transcript
+
+        agent, path = self.transcript_of(session_id)
+        if path:
+            try:  # the file, or (a session kept in an agent's database) its records as JSON lines
+                blocks = raw_transcript(agent, Path(path))
+                return itertools.chain([next(blocks, b"")], blocks)
+            except (OSError, sqlite3.Error):
+                pass
+        copy = self.archived_copy(session_id)
+        if copy is None:
+            raise UserError(f"the transcript of {session_id} is not on this computer (and memex has no copy of it)")
+        return _reader_blocks(copy)
 
     def archived_copy(self, session_id: str) -> ArchiveReader | None:
         """A reader of the archive's copy of a session's transcript (for when the agent deleted it), or None
@@ -373,11 +390,12 @@ class Memex:
             info["title"] = redact(info["title"])[0] if info["title"] else None
         return SessionView(info, _mirror_json(mirror) if mirror else None)
 
-    def transcript_path(self, session_id: str) -> str | None:
-        """The transcript file the store recorded for a session indexed here (UserError for others)."""
+    def transcript_of(self, session_id: str) -> tuple[str, str | None]:
+        """(agent, transcript path) the store recorded for a session indexed here (UserError for others)."""
         from memex.store.queries import get_session
 
-        return get_session(self.conn, session_id)["transcript_path"]
+        session = get_session(self.conn, session_id)
+        return session["agent"], session["transcript_path"]
 
     def is_local(self, session_id: str) -> bool:
         """True when the session is indexed here (not only known by another computer's mirror)."""
@@ -524,11 +542,6 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
-
-
-def _file_blocks(path: Path) -> Iterator[bytes]:
-    with open(path, "rb") as handle:
-        yield from iter(lambda: handle.read(1 << 16), b"")
 
 
 def _reader_blocks(reader: ArchiveReader) -> Iterator[bytes]:

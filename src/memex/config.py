@@ -52,6 +52,21 @@ class IndexSettings:
     claude_dir: Path = Path("~/.claude/projects")
     codex_dir: Path = Path("~/.codex/sessions")
     gemini_dir: Path = Path("~/.gemini/tmp")
+    # Where the other agents keep their sessions. Each default honours the agent's own variable when this
+    # setting is left alone (COPILOT_HOME, KIMI_CODE_HOME, PI_CODING_AGENT_DIR, XDG_DATA_HOME…; README).
+    copilot_dir: Path = Path("~/.copilot/session-state")
+    qwen_dir: Path = Path("~/.qwen/projects")
+    pi_dir: Path = Path("~/.pi/agent/sessions")
+    kimi_dir: Path = Path("~/.kimi-code/sessions")
+    kimi_legacy_dir: Path = Path("~/.kimi/sessions")
+    cline_dir: Path = Path("~/.cline/data/sessions")
+    # Aider writes its history into each project folder: memex looks in every project folder it knows
+    # (from any agent's sessions) and in these folders (separated by the system's path separator).
+    aider_dirs: str = ""
+    cursor_dir: Path = Path("~/.cursor/projects")
+    # Cursor's editor database (its chats: `cursorDiskKV`); the macOS location is read too when it exists.
+    cursor_state_db: Path = Path("~/.config/Cursor/User/globalStorage/state.vscdb")
+    opencode_db: Path = Path("~/.local/share/opencode/opencode.db")
     # Chunks are the unit of lexical and vector search. 384 tokens keeps a chunk inside the context of
     # small embedding models (MiniLM and e5-small truncate at 512 word pieces, and our token estimate runs
     # lower than word pieces); 64 tokens of overlap keeps a sentence cut at a border findable from both sides.

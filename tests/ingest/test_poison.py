@@ -285,7 +285,7 @@ def test_a_file_that_is_no_transcript_is_refused(run, home: Path, tmp_path: Path
     result = run("index", str(hosts), str(notes), str(SLAY), "--json")
     assert result.exit_code == 1
     summary = json.loads(result.stdout)
-    reason = "not a transcript of claude or codex or gemini"
+    reason = "not a transcript of any agent memex reads"
     assert summary["refused"] == [{"path": str(hosts), "reason": reason}, {"path": str(notes), "reason": reason}]
     assert sessions(home) == {SLAY.stem}
     assert f"warning: {hosts}: {reason}; not indexed" in result.stderr

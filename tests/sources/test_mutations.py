@@ -9,19 +9,51 @@ whole ingest into a real store: the file must not fail, and every entry the pars
 from __future__ import annotations
 
 import json
+import re
+import sqlite3
 import tempfile
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hypothesis import given, note
+from hypothesis import assume, given, note
 from hypothesis import strategies as st
 
-from corpus import CODEX_OLD, CODEX_SHORT, GEMINI_JSONL, GEMINI_LEGACY, MISC, SLAY
+from corpus import (
+    CODEX_OLD,
+    CODEX_SHORT,
+    GEMINI_JSONL,
+    GEMINI_LEGACY,
+    LIVE_AIDER,
+    LIVE_CLINE,
+    LIVE_COPILOT,
+    LIVE_KIMI_CODE,
+    LIVE_KIMI_LEGACY,
+    LIVE_OPENCODE_DB,
+    LIVE_PI,
+    LIVE_QWEN,
+    MISC,
+    SLAY,
+    SPECSTORY,
+)
 from memex.config import load_config
 from memex.ingest.pipeline import ingest_transcript
-from memex.sources import claude, codex, gemini
+from memex.sources import (
+    aider,
+    claude,
+    cline,
+    codex,
+    copilot,
+    cursor,
+    gemini,
+    kimi,
+    opencode,
+    pi,
+    qwen,
+    sqlite_read,
+    stream_entries,
+)
 from memex.sources.jsonl import parse_json_line
 from memex.sources.model import BadLine, Entry, Transcript
 from memex.store.db import connect
@@ -43,6 +75,12 @@ def _lines(*paths: Path) -> list[list[bytes]]:
 CLAUDE_SOURCES = _lines(SLAY, MISC / "representative_messages.jsonl", MISC / "tiny-conversation.jsonl")
 CODEX_SOURCES = _lines(CODEX_SHORT, CODEX_OLD)
 GEMINI_SOURCES = _lines(GEMINI_JSONL)
+COPILOT_SOURCES = _lines(*sorted(LIVE_COPILOT.glob("*/events.jsonl")))
+QWEN_SOURCES = _lines(*sorted(LIVE_QWEN.rglob("*.jsonl")))
+# Main chats only for the ingest test: a subagent's stream has the same ids in every example.
+QWEN_CHATS = _lines(*sorted(LIVE_QWEN.glob("*/chats/*.jsonl")))
+PI_SOURCES = _lines(*sorted(LIVE_PI.rglob("*.jsonl")))
+KIMI_SOURCES = _lines(*sorted(LIVE_KIMI_CODE.rglob("wire.jsonl")), *sorted(LIVE_KIMI_LEGACY.rglob("wire.jsonl")))
 _TEMPORARY = tempfile.TemporaryDirectory(prefix="memex-mutations-")  # removed when the tests end
 _SCRATCH = Path(_TEMPORARY.name)
 
@@ -207,6 +245,83 @@ def test_gemini_document_survives_any_value_in_any_field(part, with_bom: bool) -
     assert _gemini_messages(after, skip) == _gemini_messages(before, skip)
 
 
+# --- the agents of issue 15: each record is read on its own ----------------------------------------------
+
+
+def _same_records(source: Any, stretch: Stretch, name: str, folder: str = "") -> None:
+    """The records that were not damaged come out as they did from the intact file."""
+    before = _by_line(_read(source, _write(stretch.intact, name, folder)), stretch.indexes)
+    after = _by_line(_read(source, _write(stretch.damaged, name, folder)), stretch.indexes)
+    assert after == before
+
+
+def _copilot_summary(entry: Entry | BadLine) -> tuple:
+    """A record as read on its own: a task's result reads as a report when its call was read before it."""
+    if isinstance(entry, BadLine):
+        return ("bad", entry.reason)
+    blocks = [b for b in _blocks(entry) if not (b[0] == "text" and b[1].startswith("Subagent "))]
+    kind = None if entry.entry_type == "tool.execution_complete" else entry.kind
+    return (entry.entry_type, kind, entry.timestamp, entry.agent_id, blocks)
+
+
+@given(damaged_stretch(COPILOT_SOURCES, keep_first=True))
+def test_copilot_survives_any_value_in_any_field(stretch: Stretch) -> None:
+    before = _by_line(_read(copilot, _write(stretch.intact, "events.jsonl")), stretch.indexes)
+    after = _by_line(_read(copilot, _write(stretch.damaged, "events.jsonl")), stretch.indexes)
+    assert {i: _copilot_summary(e) for i, e in after.items()} == {i: _copilot_summary(e) for i, e in before.items()}
+
+
+@given(damaged_stretch(QWEN_SOURCES, keep_first=True))
+def test_qwen_survives_any_value_in_any_field(stretch: Stretch) -> None:
+    _same_records(qwen, stretch, "s.jsonl", "chats")
+
+
+@given(damaged_stretch(PI_SOURCES, keep_first=True))
+def test_pi_survives_any_value_in_any_field(stretch: Stretch) -> None:
+    _same_records(pi, stretch, "s.jsonl")
+
+
+@given(damaged_stretch(KIMI_SOURCES, keep_first=True))
+def test_kimi_survives_any_value_in_any_field(stretch: Stretch) -> None:
+    _same_records(kimi, stretch, "wire.jsonl")
+
+
+# --- whole documents: one damaged message leaves the others as they were -------------------------------
+
+CLINE_SESSIONS = sorted(LIVE_CLINE.glob("*/*.messages.json"))
+
+
+@st.composite
+def damaged_document(draw: st.DrawFn, paths: list[Path]) -> tuple[Path, Any, int]:
+    """(a real session document, the same with one message damaged, that message's index)."""
+    path = draw(st.sampled_from(paths))
+    document = json.loads(path.read_bytes())
+    index = draw(st.integers(min_value=0, max_value=len(document["messages"]) - 1))
+    changed, mutation = draw(mutated_record(document["messages"][index]))
+    # A nesting marker shrunk to no depth writes nothing at all (`[, …]`): another message would take its place.
+    marker = isinstance(changed, str) and "memex-deep:" in changed
+    assume(not marker or re.fullmatch(r"\x00memex-deep:[1-9][0-9]*\x00", changed) is not None)
+    note(f"{path.name} message {index}: {mutation}")
+    damaged = json.loads(json.dumps(document))
+    damaged["messages"][index] = changed
+    return path, damaged, index
+
+
+@given(damaged_document(CLINE_SESSIONS))
+def test_cline_survives_any_value_in_any_field(case) -> None:
+    path, damaged, index = case
+    name = path.name
+    before = _by_line(_read(cline, _write([path.read_bytes()], name)), {index + 1})
+    after = _by_line(_read(cline, _write([dumps(damaged)], name)), {index + 1})
+    assert after == before
+
+
+@given(damaged_document(CLINE_SESSIONS))
+def test_cline_damaged_file_is_ingested(case) -> None:
+    _, damaged, _ = case
+    _ingest_case(cline.classify, cline, _write([dumps(damaged)], f"{uuid.uuid4()}.messages.json"))
+
+
 # --- the whole ingest: a damaged file is stored, not failed ----------------------------------------------
 
 _CONFIG = load_config(
@@ -223,7 +338,7 @@ def _ingest(transcript: Transcript, source: Any) -> None:
     conn = _STORE[0]
     report = ingest_transcript(conn, _CONFIG, transcript)
     assert report.status == "new", report.error
-    entries = [e for e in _read(source, transcript.path) if isinstance(e, Entry)]
+    entries = [e for _, e in stream_entries(transcript, 0, 0, MAX_LINE_BYTES) if isinstance(e, Entry)]
     stored = conn.execute("SELECT count(*) FROM entries WHERE session_id = ?", (report.session_id,)).fetchone()[0]
     assert stored == len(entries)
 
@@ -247,3 +362,113 @@ def test_codex_damaged_file_is_ingested(stretch: Stretch) -> None:
 @given(damaged_stretch(GEMINI_SOURCES, keep_first=True, protected=GEMINI_CONTROL))
 def test_gemini_damaged_file_is_ingested(stretch: Stretch) -> None:
     _ingest_case(gemini.classify, gemini, _write(stretch.damaged, f"session-{uuid.uuid4()}.jsonl", "chats"))
+
+
+@given(damaged_stretch(COPILOT_SOURCES, keep_first=True))
+def test_copilot_damaged_file_is_ingested(stretch: Stretch) -> None:
+    _ingest_case(copilot.classify, copilot, _write(stretch.damaged, "events.jsonl", str(uuid.uuid4())))
+
+
+@given(damaged_stretch(QWEN_CHATS, keep_first=True))
+def test_qwen_damaged_file_is_ingested(stretch: Stretch) -> None:
+    _ingest_case(qwen.classify, qwen, _write(stretch.damaged, f"{uuid.uuid4()}.jsonl", "chats"))
+
+
+@given(damaged_stretch(PI_SOURCES, keep_first=True))
+def test_pi_damaged_file_is_ingested(stretch: Stretch) -> None:
+    _ingest_case(pi.classify, pi, _write(stretch.damaged, f"x_{uuid.uuid4()}.jsonl", "--p--"))
+
+
+@given(damaged_stretch(KIMI_SOURCES, keep_first=True))
+def test_kimi_damaged_file_is_ingested(stretch: Stretch) -> None:
+    _ingest_case(kimi.classify, kimi, _write(stretch.damaged, "wire.jsonl", str(uuid.uuid4())))
+
+
+# --- Markdown (Aider): any bytes anywhere -------------------------------------------------------------
+
+AIDER_LINES = (LIVE_AIDER / ".aider.chat.history.md").read_bytes().splitlines(keepends=True)
+
+
+@given(st.lists(st.binary(max_size=300), min_size=1, max_size=4), st.integers(0, len(AIDER_LINES)))
+def test_aider_survives_any_bytes_anywhere(inserted: list[bytes], at: int) -> None:
+    """Lines of any bytes (invalid UTF-8, fences, `>`, `####`) put into a real history: nothing raises, and
+    the history is ingested."""
+    damaged = [*AIDER_LINES[:at], *(line.replace(b"\n", b" ") + b"\n" for line in inserted), *AIDER_LINES[at:]]
+    path = _SCRATCH / uuid.uuid4().hex / ".aider.chat.history.md"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"".join(damaged))
+    entries = _read(aider, path)
+    assert sum(isinstance(e, Entry) and e.kind == "prompt" for e in entries) >= 1
+    _ingest_case(aider.classify, aider, path)
+
+
+SPECSTORY_LINES = (
+    (SPECSTORY / "history" / "2025-04-28_16-22-backlog-task-inquiry.md").read_bytes().splitlines(keepends=True)
+)
+
+
+@given(st.lists(st.binary(max_size=300), min_size=1, max_size=4), st.integers(0, len(SPECSTORY_LINES)))
+def test_specstory_survives_any_bytes_anywhere(inserted: list[bytes], at: int) -> None:
+    """Lines of any bytes put into a real SpecStory export: nothing raises, and the export is ingested."""
+    head, tail = SPECSTORY_LINES[: max(at, 1)], SPECSTORY_LINES[max(at, 1) :]  # its first line marks it
+    damaged = [*head, *(line.replace(b"\n", b" ") + b"\n" for line in inserted), *tail]
+    path = _SCRATCH / uuid.uuid4().hex / "history" / "chat.md"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"".join(damaged))
+    _read(cursor, path)
+    _ingest_case(cursor.classify, cursor, path)
+
+
+# --- SQLite (OpenCode): any value in any field of a message or part -----------------------------------
+
+_OPENCODE_ROWS = (
+    sqlite3.connect(f"file:{LIVE_OPENCODE_DB}?mode=ro", uri=True)
+    .execute("SELECT 'message', id, data FROM message UNION ALL SELECT 'part', id, data FROM part")
+    .fetchall()
+)
+
+
+@st.composite
+def damaged_row(draw: st.DrawFn) -> tuple[str, str, Any]:
+    table, row_id, data = draw(st.sampled_from(_OPENCODE_ROWS))
+    changed, mutation = draw(mutated_record(json.loads(data)))
+    note(f"{table} {row_id}: {mutation}")
+    return table, row_id, changed
+
+
+@given(damaged_row())
+def test_opencode_survives_any_value_in_any_field(case) -> None:
+    table, row_id, changed = case
+    folder = _SCRATCH / uuid.uuid4().hex
+    folder.mkdir()
+    database = folder / "opencode.db"
+    database.write_bytes(LIVE_OPENCODE_DB.read_bytes())
+    (session,) = sqlite3.connect(database).execute(f"SELECT session_id FROM {table} WHERE id = ?", (row_id,)).fetchone()
+    path = sqlite_read.synthetic(database, session)
+    before = [e for _, e in opencode.read_entries(path, 0, 0, MAX_LINE_BYTES)]
+    conn = sqlite3.connect(database)
+    try:
+        text = dumps(changed).decode("utf-8", "surrogatepass")
+    except ValueError:
+        text = ""
+    conn.execute(f"UPDATE {table} SET data = ? WHERE id = ?", (text.encode("utf-8", "replace"), row_id))
+    conn.commit()
+    conn.close()
+    message = row_id if table == "message" else _message_of(database, row_id)
+    line = next(e.line_index for e in before if isinstance(e, Entry) and e.uuid == message)
+    after = [e for _, e in opencode.read_entries(path, 0, 0, MAX_LINE_BYTES)]
+    assert {e.line_index: e for e in after if e.line_index != line} == {
+        e.line_index: e for e in before if e.line_index != line
+    }
+    # The whole ingest, into a store of its own (the session's id and fingerprint repeat across examples).
+    store = connect(folder / "memex.db")
+    transcript = next(t for t in opencode.discover([database]) if t.path == path)
+    report = ingest_transcript(store, _CONFIG, transcript)
+    assert report.status == "new", report.error
+    stored = store.execute("SELECT count(*) FROM entries").fetchone()[0]
+    assert stored == sum(isinstance(e, Entry) for e in after)
+    store.close()
+
+
+def _message_of(database: Path, part: str) -> str:
+    return sqlite3.connect(database).execute("SELECT message_id FROM part WHERE id = ?", (part,)).fetchone()[0]

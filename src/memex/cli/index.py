@@ -35,7 +35,7 @@ EXIT_SOME_FAILED = 1
     "--all",
     "everything",
     is_flag=True,
-    help="Backfill every agent's default folders (configurable: claude_dir, codex_dir, gemini_dir).",
+    help="Backfill every agent's default folders (configurable: claude_dir, codex_dir, … ; README, Agents).",
 )
 @click.option(
     "--workers", type=click.IntRange(1), help="Processes parsing transcripts in a backfill (default: index_workers)."

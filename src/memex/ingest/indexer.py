@@ -19,7 +19,7 @@ import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -42,6 +42,7 @@ from memex.ingest.pipeline import (
 )
 from memex.sources import ADAPTERS, adapter
 from memex.sources.files import Skipped
+from memex.sources.locations import agent_roots
 from memex.sources.model import Transcript
 from memex.store.db import transaction
 
@@ -90,6 +91,18 @@ class IndexReport:
         self.mirrors += file.mirror_written
         self.warnings.extend(file.warnings)
 
+    def merge(self, other: IndexReport) -> None:
+        """Add another run's totals to these (its time included)."""
+        self.files += other.files
+        self.files_changed += other.files_changed
+        self.sessions |= other.sessions
+        for name in ("subagents", "turns", "lines", "bad_lines", "missing_files", "bytes_read", "mirrors"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.seconds += other.seconds
+        self.warnings.extend(other.warnings)
+        self.failed.extend(f for f in other.failed if f not in self.failed)
+        self.refused.extend(other.refused)
+
     def as_dict(self) -> dict[str, object]:
         return {
             "files": self.files,
@@ -110,13 +123,12 @@ class IndexReport:
         }
 
 
-def default_roots(config: Config, agents: Iterable[str]) -> dict[str, list[Path]]:
-    """The folders each agent writes its transcripts to (Codex also moves old rollouts to an archive)."""
-    folders = {"claude": [config.claude_dir], "codex": [config.codex_dir], "gemini": [config.gemini_dir]}
-    archive = config.codex_dir.parent / "archived_sessions"
-    if config.codex_dir.name == "sessions" and archive.is_dir():
-        folders["codex"].append(archive)
-    return {agent: folders[agent] for agent in agents}
+def default_roots(
+    config: Config, agents: Iterable[str], projects: Iterable[str] = (), env: Mapping[str, str] | None = None
+) -> dict[str, list[Path]]:
+    """The folders each agent writes its transcripts to (see `memex.sources.locations`); `projects` are the
+    project folders memex knows, where some agents keep their history (Aider)."""
+    return {agent: agent_roots(config, agent, projects, env) for agent in agents}
 
 
 def discover(roots_by_agent: dict[str, list[Path]], skipped: list[Skipped] | None = None) -> list[Transcript]:

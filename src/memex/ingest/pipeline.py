@@ -28,7 +28,7 @@ from memex.ingest.mirrors import refresh_mirror
 from memex.ingest.prs import pull_requests
 from memex.ingest.state import StreamState, file_checks, is_append_of, load_state, save_state
 from memex.ingest.turns import Turn, TurnBuilder
-from memex.sources import adapter, is_incremental
+from memex.sources import fingerprint, is_incremental, is_synthetic, stream_entries
 from memex.sources.files import open_regular, reason_of, safe_resolve
 from memex.sources.model import BadLine, Entry, Transcript
 from memex.store.db import transaction
@@ -72,6 +72,13 @@ def _path_key(path: Path) -> str:
     return str(safe_resolve(path))
 
 
+def _still_there(transcript_path: str) -> bool:
+    """Whether a stored transcript is still on disk (a session of a database: that database)."""
+    path = Path(transcript_path)
+    name, separator, _ = path.name.rpartition("#")
+    return (path.with_name(name) if separator and name else path).exists()
+
+
 def _resolve_session_id(conn: sqlite3.Connection, transcript: Transcript, claimed: dict[str, str] | None = None) -> str:
     """The session id a main transcript is stored under.
 
@@ -87,7 +94,7 @@ def _resolve_session_id(conn: sqlite3.Connection, transcript: Transcript, claime
     owner = row["transcript_path"] if row else None
     if owner is None and claimed:
         owner = claimed.get(transcript.session_id)
-    if owner is None or owner == key or not Path(owner).exists():
+    if owner is None or owner == key or not _still_there(owner):
         return transcript.session_id
     if owner in {_path_key(alias) for alias in transcript.aliases}:
         return transcript.session_id  # this file supersedes the one the session was read from
@@ -371,19 +378,21 @@ def plan_ingest(conn: sqlite3.Connection, transcript: Transcript, claimed: dict[
         claimed.setdefault(session_id, _path_key(transcript.path))
     plan = Plan(transcript, session_id, agent_id, "missing")
     try:
-        stat = transcript.read_path.stat()
-        plan.size, plan.mtime_ns = stat.st_size, stat.st_mtime_ns
+        plan.size, plan.mtime_ns = fingerprint(transcript)
         state = load_state(conn, session_id, agent_id)
-        if state and state.file_size == stat.st_size and state.file_mtime_ns == stat.st_mtime_ns:
+        if state and state.file_size == plan.size and state.file_mtime_ns == plan.mtime_ns:
             plan.status = "unchanged"
             return plan
-        with open_regular(transcript.read_path) as handle:
-            if state is None:
-                plan.status = "new"
-            elif is_incremental(transcript.agent) and is_append_of(handle, stat.st_size, state):
-                plan.status, plan.state = "appended", state
-            else:
-                plan.status = "rewritten"
+        if is_synthetic(transcript):  # a session in a database, a run of a history: read whole
+            plan.status = "new" if state is None else "rewritten"
+        else:
+            with open_regular(transcript.read_path) as handle:
+                if state is None:
+                    plan.status = "new"
+                elif is_incremental(transcript.agent, transcript.path) and is_append_of(handle, plan.size, state):
+                    plan.status, plan.state = "appended", state
+                else:
+                    plan.status = "rewritten"
     except FileNotFoundError:
         plan.status = "missing"
         return plan
@@ -425,12 +434,11 @@ def parse_stream(
     """
     transcript, agent_id, state = plan.transcript, plan.agent_id, plan.state
     read_before = state.last_line_index  # lines below this were read, and their bad ones counted, before
-    source = adapter(transcript.agent)
     parsed = ParsedStream(state.resume_line_index, state.resume_offset)
     parsed.end_offset, parsed.next_line = state.resume_offset, state.resume_line_index
     builder = TurnBuilder(agent_id, is_sidechain=bool(agent_id))
     offsets: dict[int, int] = {}
-    lines = source.read_entries(transcript.read_path, state.resume_offset, state.resume_line_index, max_line_bytes)
+    lines = stream_entries(transcript, state.resume_offset, state.resume_line_index, max_line_bytes)
     for line, entry in lines:
         offsets[line.line_index] = line.start
         parsed.end_offset, parsed.next_line = line.end, line.line_index + 1
@@ -472,11 +480,12 @@ def parse_stream(
         turn._seen_blocks.clear()  # only needed while building
     parsed.project_dir = plan.project_dir or parsed.facts.cwd
     parsed.turns = prepare_turns(turns, parsed.project_dir, max_tokens, overlap_tokens)
-    try:
-        with open_regular(transcript.read_path) as handle:
-            parsed.checks = file_checks(handle, parsed.end_offset)
-    except FileNotFoundError:
-        pass
+    if not is_synthetic(transcript):
+        try:
+            with open_regular(transcript.read_path) as handle:
+                parsed.checks = file_checks(handle, parsed.end_offset)
+        except FileNotFoundError:
+            pass
     return parsed
 
 

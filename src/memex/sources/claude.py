@@ -76,11 +76,13 @@ _META_PREFIXES = (
 
 
 def _foreign(data: dict[str, Any]) -> bool:
-    """True for the first record of another agent's transcript (a Codex rollout, a Gemini chat)."""
+    """True for the first record of another agent's transcript (a Codex rollout, a Gemini or Qwen chat)."""
     if "payload" in data and data.get("type") in _CODEX_TYPES:
         return True
     if "projectHash" in data or "$set" in data or "$rewindTo" in data:
         return True
+    if "provenance" in data or ("parts" in data["message"] if isinstance(data.get("message"), dict) else False):
+        return True  # Qwen Code: Claude's ids around Gemini-shaped message parts
     return isinstance(data.get("id"), str) and "timestamp" in data and "type" not in data
 
 
@@ -136,11 +138,13 @@ def classify(path: Path) -> Transcript | None:
 
     A file named `<uuid>.jsonl` is a session (an empty one too); any other file is Claude's only when its
     first line is a Claude record, and then its session is that line's `sessionId` (or the file's name).
-    Other agents' files are not Claude's: Codex rollouts (`rollout-*.jsonl`), Gemini chats (under a
-    `chats/` folder).
+    Other agents' files are not Claude's: Codex rollouts (`rollout-*.jsonl`), Gemini and Qwen chats (under a
+    `chats/` folder), Cursor's agent transcripts (under `agent-transcripts/`).
     """
     stem = path.stem
     if stem.startswith("rollout-") or "chats" in (path.parent.name, path.parent.parent.name):
+        return None
+    if "agent-transcripts" in path.parts[-4:]:  # Cursor's agent transcripts are named by a uuid too
         return None
     if stem.startswith("agent-"):
         agent_id = stem.removeprefix("agent-")

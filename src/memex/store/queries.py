@@ -449,3 +449,9 @@ def mark_compaction(conn: sqlite3.Connection, resolved_path: str) -> None:
     conn.execute(
         "UPDATE sessions SET last_compact_line_index = last_line_index WHERE transcript_path = ?", (resolved_path,)
     )
+
+
+def known_projects(conn: sqlite3.Connection) -> list[str]:
+    """Every project folder of an indexed session (where Aider and SpecStory keep their histories)."""
+    rows = conn.execute("SELECT DISTINCT project_dir FROM sessions WHERE project_dir IS NOT NULL ORDER BY 1")
+    return [row[0] for row in rows]

@@ -109,10 +109,10 @@ def mirror(conn: sqlite3.Connection, config: Config, session_id: str) -> dict[st
         raise ApiFailure(404, "no such session") from None
 
 
-def transcript_path(conn: sqlite3.Connection, config: Config, session_id: str) -> str | None:
-    """The transcript file the store recorded for a session indexed here (ApiFailure 404 for others)."""
+def transcript_of(conn: sqlite3.Connection, config: Config, session_id: str) -> tuple[str, str | None]:
+    """(agent, transcript path) of a session indexed here (ApiFailure 404 for others)."""
     try:
-        return Memex(config, conn).transcript_path(session_id)
+        return Memex(config, conn).transcript_of(session_id)
     except UserError:
         raise ApiFailure(404, "no such session") from None
 

@@ -40,6 +40,7 @@ from memex.signals import PID_FILE, take_stops
 from memex.sources import ADAPTERS
 from memex.sources.files import safe_resolve
 from memex.store.db import connect
+from memex.store.queries import known_projects
 from memex.sync import outbox
 from memex.sync.heartbeat import ComputerInfo, announce, iso, registry, remember, withdraw
 from memex.sync.inbox import Consumer
@@ -101,7 +102,7 @@ class Daemon:
             RedisLink(config.redis_url, self.keys, clock, config.redis_retry_seconds) if config.redis_url else None
         )
         self.consumer = Consumer(self.conn, self.keys, config.computer, config.sync_batch)
-        self.roots = default_roots(config, sorted(ADAPTERS))
+        self.roots = default_roots(config, sorted(ADAPTERS), known_projects(self.conn))
         self.watcher = Watcher(self.roots, clock, config.daemon_debounce_seconds, config.daemon_debounce_max_seconds)
         self.api: ApiServer | None = None
         self.started_at = clock()

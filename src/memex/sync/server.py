@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import io
 import logging
 import os
 import resource
@@ -41,6 +42,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any, TypeVar
 
 import anyio
@@ -58,6 +60,8 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 import memex
 from memex.config import Config
 from memex.errors import MemexError, UserError
+from memex.sources import raw_transcript
+from memex.sources.sqlite_read import SEPARATOR
 from memex.sync import api
 from memex.sync.api import ApiFailure
 from memex.sync.readers import Readers
@@ -238,7 +242,13 @@ class _Routes:
 
 def _open_transcript(conn: sqlite3.Connection, config: Config, session_id: str) -> tuple[IO[bytes], int]:
     """The transcript the store recorded for the session (or the archive's copy of it), open, and its size."""
-    path = api.transcript_path(conn, config, session_id)
+    agent, path = api.transcript_of(conn, config, session_id)
+    if path and SEPARATOR in Path(path).name:  # a session in an agent's database: its records, as JSON lines
+        try:
+            records = b"".join(raw_transcript(agent, Path(path)))
+        except (OSError, sqlite3.Error):
+            raise ApiFailure(410, "the transcript of this session is no longer on disk") from None
+        return io.BytesIO(records), len(records)
     try:
         handle = open(path, "rb")  # type: ignore[arg-type]  # noqa: SIM115 (closed by the stream)
     except (OSError, TypeError):

@@ -15,20 +15,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from memex.sources import adapter
+from memex.sources import adapter, is_synthetic
 from memex.sources.files import safe_resolve
 from memex.sources.model import Transcript
 
-# Which files under an agent's folder may be transcripts (the adapter decides for sure).
-_SUFFIXES = {"claude": (".jsonl",), "codex": (".jsonl",), "gemini": (".json", ".jsonl")}
+# Which files under an agent's folder may be transcripts (the adapter decides for sure): an adapter's
+# `WATCH_SUFFIXES`, else these.
+_SUFFIXES = (".jsonl", ".json")
 # Claude Code keeps large tool outputs beside its transcripts; they are not transcripts.
 _SKIPPED_FOLDERS = {"tool-results"}
 # A changed file that is not a transcript (Gemini's logs.json, a stray file) makes the watcher list the
 # agent's folders again at most this often: a file that becomes a transcript is found within this time.
 REDISCOVER_SECONDS = 60.0
 _LATER = object()
-# Agents whose adapter classifies a file given alone exactly as it does in a folder listing.
-_CLASSIFIED_BY_PATH = {"claude", "codex"}
+# Agents whose chats are recognised among their folder's files (every other adapter classifies a file
+# given alone exactly as it does in a folder listing).
+_LISTED_BY_FOLDER = {"gemini"}
 
 
 def _candidate(agent: str, path: str) -> bool:
@@ -47,11 +49,16 @@ class _Change:
 
 def _stat_tree(root: Path, agent: str) -> dict[str, tuple[int, int]]:
     """(size, mtime_ns) of every file under `root` that may be one of `agent`'s transcripts, by path."""
-    suffixes = _SUFFIXES[agent]
+    suffixes = getattr(adapter(agent), "WATCH_SUFFIXES", _SUFFIXES)
     found: dict[str, tuple[int, int]] = {}
-    if root.is_file():
+    if root.is_file():  # a database given as the root changes in its write-ahead log first
         stat = root.stat()
-        return {str(safe_resolve(root)): (stat.st_size, stat.st_mtime_ns)}
+        size, mtime = stat.st_size, stat.st_mtime_ns
+        wal = Path(f"{root}-wal")
+        if wal.is_file():
+            log = wal.stat()
+            size, mtime = size + log.st_size, max(mtime, log.st_mtime_ns)
+        return {str(safe_resolve(root)): (size, mtime)}
     folders = [str(safe_resolve(root))]
     while folders:
         try:
@@ -88,7 +95,7 @@ class Watcher:
         self._seen: dict[str, tuple[int, int]] = {}
         self._agent_of: dict[str, str] = {}
         self._changes: dict[str, _Change] = {}
-        self._transcripts: dict[str, Transcript] = {}
+        self._transcripts: dict[str, list[Transcript]] = {}  # a file may hold several (subagents, sessions)
         self._rediscovered: dict[str, float] = {}  # agent -> when its folders were last listed again
         self._not_before: dict[str, float] = {}  # path -> when a file whose ingest failed may be tried again
 
@@ -158,29 +165,32 @@ class Watcher:
             if transcript is _LATER:
                 continue  # an unknown file, and the folders were listed moments ago: asked again later
             del self._changes[path]
-            if isinstance(transcript, Transcript):
-                transcripts.append(transcript)
+            if isinstance(transcript, list):
+                transcripts.extend(transcript)
         return sorted(transcripts, key=lambda t: (t.subagent_id is not None, str(t.path)))
 
-    def _transcript(self, path: str) -> Transcript | object | None:
-        """The transcript a file is, exactly as `memex index` would see it: Claude and Codex files are
-        classified alone; for Gemini (whose chats are recognised among their folder's files) the folders
-        are listed again when an unknown file changes, at most every REDISCOVER_SECONDS (`_LATER` until
-        then). None: not a transcript."""
+    def _transcript(self, path: str) -> list[Transcript] | object | None:
+        """The transcripts a file holds, exactly as `memex index` would see them: most agents' files are
+        classified alone (a Copilot file with its inline subagents, a database with its sessions); for
+        Gemini (whose chats are recognised among their folder's files) the folders are listed again when an
+        unknown file changes, at most every REDISCOVER_SECONDS (`_LATER` until then). None: no transcript."""
         if path in self._transcripts:
             return self._transcripts[path]
         agent = self._agent_of.get(path)
         if agent is None:
             return None
-        if agent in _CLASSIFIED_BY_PATH:
-            found = adapter(agent).discover([Path(path)])
-            if found:
-                self._transcripts[path] = found[0]
-            return found[0] if found else None
+        if agent not in _LISTED_BY_FOLDER:
+            source = adapter(agent)
+            file = getattr(source, "watched_file", lambda p: p)(Path(path))  # a database's -wal: the database
+            found = source.discover([file])
+            # A database's sessions, and a Copilot file's subagents, come and go: listed every time.
+            if found and not any(is_synthetic(t) for t in found) and not getattr(source, "INLINE_SUBAGENTS", False):
+                self._transcripts[path] = found
+            return found or None
         now = self.clock()
         if now - self._rediscovered.get(agent, float("-inf")) < REDISCOVER_SECONDS:
             return _LATER
         self._rediscovered[agent] = now
         for transcript in adapter(agent).discover(self.roots[agent]):
-            self._transcripts.setdefault(str(safe_resolve(transcript.path)), transcript)
+            self._transcripts.setdefault(str(safe_resolve(transcript.path)), [transcript])
         return self._transcripts.get(path)

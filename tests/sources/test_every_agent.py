@@ -1,0 +1,50 @@
+"""Every agent's real files side by side: each file is one agent's alone, and `memex index FOLDER` tells the
+agents apart (sessions per agent in `memex stats`)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from agent_cli import index_json, sessions_by_agent
+from corpus import LIVE, SPECSTORY
+from memex.sources import ADAPTERS
+
+# Sessions (subagents apart) each agent's live fixtures hold.
+EXPECTED = {
+    "claude": 2,
+    "codex": 3,
+    "gemini": 5,
+    "copilot": 3,
+    "qwen": 3,
+    "pi": 2,
+    "kimi": 5,
+    "cline": 3,
+    "aider": 1,
+    "opencode": 3,
+    "cursor": 1,
+}
+
+
+def _files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file())
+
+
+def test_each_file_is_one_agents_at_most() -> None:
+    claims: dict[Path, list[str]] = {}
+    for path in _files(LIVE):
+        for name, adapter in ADAPTERS.items():
+            if adapter.discover([path]):
+                claims.setdefault(path, []).append(name)
+    shared = {str(p.relative_to(LIVE)): agents for p, agents in claims.items() if len(agents) > 1}
+    assert shared == {}
+    assert {agents[0] for agents in claims.values()} == set(EXPECTED) - {"cursor"}
+
+
+def test_index_one_folder_of_every_agent(run, tmp_path: Path) -> None:
+    shutil.copytree(LIVE, tmp_path / "live")
+    shutil.copytree(SPECSTORY, tmp_path / "live" / "specstory")
+    report = index_json(run, tmp_path / "live")
+    assert report["bad_lines"] == 0 and report["refused"] == [] and report["failed"] == []
+    by_agent = sessions_by_agent(run)
+    assert {agent: by_agent.get(agent, 0) for agent in EXPECTED} == EXPECTED
