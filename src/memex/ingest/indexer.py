@@ -40,6 +40,7 @@ from memex.ingest.pipeline import (
     parse_stream,
     plan_ingest,
 )
+from memex.ingest.state import StoredStream, stored_streams
 from memex.sources import ADAPTERS, adapter
 from memex.sources.files import Skipped
 from memex.sources.model import Transcript
@@ -159,16 +160,36 @@ def index_transcripts(
             on_file(transcript, file_report)
 
     claimed: dict[str, str] = {}
-    plans = [plan_ingest(conn, t, claimed) for t in transcripts] if workers > 1 else []
+    known = stored_streams(conn)
+    quick = [unchanged_plan(t, known, claimed) for t in transcripts]
+    plans = [q or plan_ingest(conn, t, claimed) for t, q in zip(transcripts, quick, strict=True)] if workers > 1 else []
     work = [p for p in plans if p.status not in IDLE]
     if len(work) >= PARALLEL_MIN_FILES and sum(p.size - p.state.resume_offset for p in work) >= PARALLEL_MIN_BYTES:
         _index_in_parallel(conn, config, plans, work, workers, done)
     else:
-        for transcript in transcripts:
-            done(transcript, ingest_isolated(conn, config, transcript))
+        for transcript, plan in zip(transcripts, quick, strict=True):
+            done(transcript, idle_report(plan) if plan else ingest_isolated(conn, config, transcript))
     report.mirrors += backfill_mirrors(conn)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def unchanged_plan(transcript: Transcript, known: dict[str, StoredStream], claimed: dict[str, str]) -> Plan | None:
+    """The plan of a transcript the store holds at this very size and time (`unchanged`), decided with one
+    `stat` and no query; None when that cannot be told so cheaply (`plan_ingest` decides)."""
+    stored = known.get(str(transcript.path))  # stored paths are real paths, as discovery names files
+    agent_id = transcript.subagent_id or ""
+    if stored is None or stored.agent_id != agent_id or (agent_id and stored.session_id != transcript.session_id):
+        return None
+    try:
+        stat = os.stat(transcript.path)
+    except OSError:
+        return None
+    if (stat.st_size, stat.st_mtime_ns) != (stored.file_size, stored.file_mtime_ns):
+        return None
+    if not agent_id:
+        claimed.setdefault(stored.session_id, str(transcript.path))
+    return Plan(transcript, stored.session_id, agent_id, "unchanged", size=stat.st_size, mtime_ns=stat.st_mtime_ns)
 
 
 def _init_worker() -> None:

@@ -92,3 +92,24 @@ def save_state(
             f"UPDATE sessions SET transcript_path = ?, updated_at = ?, {assignments} WHERE session_id = ?",
             [transcript_path, now, *values, session_id],
         )
+
+
+@dataclass(frozen=True)
+class StoredStream:
+    """What the store knows of a transcript file, by its path: whose stream it is and how it looked."""
+
+    session_id: str
+    agent_id: str
+    file_size: int
+    file_mtime_ns: int
+
+
+def stored_streams(conn: sqlite3.Connection) -> dict[str, StoredStream]:
+    """Every ingested transcript by its stored (real) path: one read for a whole `memex index` run."""
+    rows = conn.execute(
+        "SELECT transcript_path, session_id, '' AS agent_id, file_size, file_mtime_ns FROM sessions "
+        "WHERE transcript_path IS NOT NULL AND file_size IS NOT NULL "
+        "UNION ALL SELECT transcript_path, session_id, agent_id, file_size, file_mtime_ns FROM subagent_sessions "
+        "WHERE file_size IS NOT NULL"
+    )
+    return {row[0]: StoredStream(row[1], row[2], row[3], row[4]) for row in rows}
