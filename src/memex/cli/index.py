@@ -16,12 +16,16 @@ from memex.embed.model import EmbedderUnavailable
 from memex.embed.worker import EmbedBusy, pending_count
 from memex.errors import StoreError, UserError
 from memex.ingest.indexer import IndexReport, default_roots, discover, index_transcripts
+from memex.ingest.pipeline import IDLE, FileReport
 from memex.sources import ADAPTERS
 from memex.sources.files import Skipped, safe_resolve
 from memex.sources.model import Transcript
 
 # `memex index` exit statuses (README, "Use").
 EXIT_SOME_FAILED = 1
+# Unchanged files move the progress bar in steps of this many bytes (one update per file costs more than
+# deciding that the file is unchanged).
+PROGRESS_STEP_BYTES = 4 * 1_048_576
 
 
 @click.command("index")
@@ -75,12 +79,16 @@ def index_command(
     transcripts = discover(roots, skipped)
     refused = _refused(paths, transcripts, skipped, chosen)
     conn = app.db()
-    total = sum(_size(t.path) for t in transcripts)
-    with byte_progress(app.err, total, "Indexing") as progress:
+    with byte_progress(app.err, 0, "Indexing") as progress:
         task = progress.task_ids[0]
+        unchanged = [0]  # bytes of unchanged files not yet shown: they move the bar in steps
 
-        def advance(transcript, _report) -> None:  # type: ignore[no-untyped-def]
-            progress.update(task, advance=_size(transcript.path), current=f"{transcript.agent} {transcript.path.name}")
+        def advance(transcript: Transcript, report: FileReport) -> None:
+            if report.status in IDLE and unchanged[0] < PROGRESS_STEP_BYTES:
+                unchanged[0] += report.size
+                return
+            step, unchanged[0] = unchanged[0] + report.size, 0
+            progress.update(task, advance=step, current=f"{transcript.agent} {transcript.path.name}")
 
         try:
             report = index_transcripts(
@@ -90,6 +98,7 @@ def index_command(
                 on_file=advance,
                 workers=workers or app.config.index_workers,
                 skipped=skipped,
+                on_total=lambda total: progress.update(task, total=total),
             )
         except sqlite3.OperationalError as exc:  # locked past busy_timeout_ms, full, read-only
             raise StoreError(
@@ -136,6 +145,8 @@ def _refused(
     paths: tuple[Path, ...], transcripts: list[Transcript], skipped: list[Skipped], agents: list[str]
 ) -> list[Skipped]:
     """The files given by hand that no agent claimed (and that were not passed over as unreadable)."""
+    if not any(not p.is_dir() for p in paths):
+        return []  # folders only: nothing to refuse (and no path of every transcript to resolve)
     claimed = {safe_resolve(t.path) for t in transcripts}
     claimed |= {safe_resolve(alias) for t in transcripts for alias in t.aliases}
     claimed |= {safe_resolve(s.path) for s in skipped}
@@ -168,10 +179,3 @@ def _embed(app: App) -> dict[str, object] | None:
         app.say("warning", f"vectors not computed: {exc}")
         return None
     return report_dict(report, pending_count(app.db()))
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0

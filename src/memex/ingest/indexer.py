@@ -143,12 +143,14 @@ def index_transcripts(
     on_file: Callable[[Transcript, FileReport], None] | None = None,
     workers: int = 1,
     skipped: Iterable[Skipped] = (),
+    on_total: Callable[[int], None] | None = None,
 ) -> IndexReport:
     """Ingest each transcript incrementally and total what was done.
 
     With `workers` > 1 and enough work, files are parsed by that many worker processes. A file that
     fails is reported (`failed`, with `skipped`: the files discovery could not read) and the others are
-    indexed; only an error of the store itself stops the run.
+    indexed; only an error of the store itself stops the run. `on_total` is told the bytes of all the
+    transcripts before the first is ingested; `on_file` is told of each one (its report's `size`).
     """
     report = IndexReport()
     report.failed.extend(skipped)
@@ -161,7 +163,10 @@ def index_transcripts(
 
     claimed: dict[str, str] = {}
     known = stored_streams(conn)
-    quick = [unchanged_plan(t, known, claimed) for t in transcripts]
+    stats = [_stat(t.path) for t in transcripts]
+    if on_total:
+        on_total(sum(s.st_size for s in stats if s is not None))
+    quick = [unchanged_plan(t, s, known, claimed) for t, s in zip(transcripts, stats, strict=True)]
     plans = [q or plan_ingest(conn, t, claimed) for t, q in zip(transcripts, quick, strict=True)] if workers > 1 else []
     work = [p for p in plans if p.status not in IDLE]
     if len(work) >= PARALLEL_MIN_FILES and sum(p.size - p.state.resume_offset for p in work) >= PARALLEL_MIN_BYTES:
@@ -174,18 +179,23 @@ def index_transcripts(
     return report
 
 
-def unchanged_plan(transcript: Transcript, known: dict[str, StoredStream], claimed: dict[str, str]) -> Plan | None:
-    """The plan of a transcript the store holds at this very size and time (`unchanged`), decided with one
-    `stat` and no query; None when that cannot be told so cheaply (`plan_ingest` decides)."""
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
+
+
+def unchanged_plan(
+    transcript: Transcript, stat: os.stat_result | None, known: dict[str, StoredStream], claimed: dict[str, str]
+) -> Plan | None:
+    """The plan of a transcript the store holds at this very size and time (`unchanged`), decided from the
+    file's `stat` without a query; None when that cannot be told so cheaply (`plan_ingest` decides)."""
     stored = known.get(str(transcript.path))  # stored paths are real paths, as discovery names files
     agent_id = transcript.subagent_id or ""
     if stored is None or stored.agent_id != agent_id or (agent_id and stored.session_id != transcript.session_id):
         return None
-    try:
-        stat = os.stat(transcript.path)
-    except OSError:
-        return None
-    if (stat.st_size, stat.st_mtime_ns) != (stored.file_size, stored.file_mtime_ns):
+    if stat is None or (stat.st_size, stat.st_mtime_ns) != (stored.file_size, stored.file_mtime_ns):
         return None
     if not agent_id:
         claimed.setdefault(stored.session_id, str(transcript.path))

@@ -100,7 +100,7 @@ def _walk(folder: Path, pattern: str) -> Iterator[tuple[Path, bool]]:
     listing itself: a regular file costs no system call of its own."""
     try:
         with os.scandir(folder) as listing:
-            entries = list(listing)
+            entries = sorted(listing, key=lambda entry: entry.name)  # so paths come out sorted
     except OSError:
         return
     for entry in entries:
@@ -134,7 +134,7 @@ def candidates(
     """
     for root in roots:
         if os.path.isdir(root):
-            for path, regular in sorted(_walk(safe_resolve(root), pattern)):
+            for path, regular in _walk(safe_resolve(root), pattern):
                 if not keep(path):
                     continue
                 if regular:
