@@ -166,14 +166,21 @@ def index_transcripts(
     stats = [_stat(t.path) for t in transcripts]
     if on_total:
         on_total(sum(s.st_size for s in stats if s is not None))
-    quick = [unchanged_plan(t, s, known, claimed) for t, s in zip(transcripts, stats, strict=True)]
-    plans = [q or plan_ingest(conn, t, claimed) for t, q in zip(transcripts, quick, strict=True)] if workers > 1 else []
+    quick = [unchanged_report(t, s, known, claimed) for t, s in zip(transcripts, stats, strict=True)]
+    plans = (
+        [
+            plan_ingest(conn, t, claimed) if q is None else Plan(t, q.session_id, q.agent_id, q.status, size=q.size)
+            for t, q in zip(transcripts, quick, strict=True)
+        ]
+        if workers > 1
+        else []
+    )
     work = [p for p in plans if p.status not in IDLE]
     if len(work) >= PARALLEL_MIN_FILES and sum(p.size - p.state.resume_offset for p in work) >= PARALLEL_MIN_BYTES:
         _index_in_parallel(conn, config, plans, work, workers, done)
     else:
-        for transcript, plan in zip(transcripts, quick, strict=True):
-            done(transcript, idle_report(plan) if plan else ingest_isolated(conn, config, transcript))
+        for transcript, unchanged in zip(transcripts, quick, strict=True):
+            done(transcript, unchanged or ingest_isolated(conn, config, transcript))
     report.mirrors += backfill_mirrors(conn)
     report.seconds = time.perf_counter() - started
     return report
@@ -186,11 +193,11 @@ def _stat(path: Path) -> os.stat_result | None:
         return None
 
 
-def unchanged_plan(
+def unchanged_report(
     transcript: Transcript, stat: os.stat_result | None, known: dict[str, StoredStream], claimed: dict[str, str]
-) -> Plan | None:
-    """The plan of a transcript the store holds at this very size and time (`unchanged`), decided from the
-    file's `stat` without a query; None when that cannot be told so cheaply (`plan_ingest` decides)."""
+) -> FileReport | None:
+    """The report of a transcript the store holds at this very size and time (`unchanged`), decided from
+    the file's `stat` without a query; None when that cannot be told so cheaply (`plan_ingest` decides)."""
     stored = known.get(str(transcript.path))  # stored paths are real paths, as discovery names files
     agent_id = transcript.subagent_id or ""
     if stored is None or stored.agent_id != agent_id or (agent_id and stored.session_id != transcript.session_id):
@@ -199,7 +206,7 @@ def unchanged_plan(
         return None
     if not agent_id:
         claimed.setdefault(stored.session_id, str(transcript.path))
-    return Plan(transcript, stored.session_id, agent_id, "unchanged", size=stat.st_size, mtime_ns=stat.st_mtime_ns)
+    return FileReport(transcript.path, stored.session_id, agent_id, "unchanged", size=stat.st_size)
 
 
 def _init_worker() -> None:

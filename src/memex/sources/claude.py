@@ -139,7 +139,7 @@ def classify(path: Path) -> Transcript | None:
     `chats/` folder).
     """
     stem = path.stem
-    if stem.startswith("rollout-") or "chats" in (path.parent.name, path.parent.parent.name):
+    if stem.startswith("rollout-") or "chats" in path.parts[-3:-1]:
         return None
     if stem.startswith("agent-"):
         agent_id = stem.removeprefix("agent-")

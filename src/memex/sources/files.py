@@ -103,8 +103,10 @@ def _walk(folder: Path, pattern: str) -> Iterator[tuple[Path, bool]]:
             entries = sorted(listing, key=lambda entry: entry.name)  # so paths come out sorted
     except OSError:
         return
+    # A child of a parsed path need not be parsed again (pathlib's own walk does this; `/` parses).
+    child = getattr(folder, "_make_child_relpath", folder.joinpath)
     for entry in entries:
-        path = folder / entry.name
+        path = child(entry.name)
         try:
             is_folder = entry.is_dir(follow_symlinks=False)
             regular = not is_folder and entry.is_file(follow_symlinks=False)
