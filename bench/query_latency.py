@@ -93,13 +93,24 @@ def hogs(count: int) -> Iterator[None]:
             proc.wait()
 
 
-def percentiles(values: list[float]) -> str:
-    ordered = sorted(values)
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def percentiles(measured: tuple[list[float], float]) -> str:
+    """p50 / p95 wall ms, then CPU ms per query; a negative time is a request that gave up at its
+    deadline after that many ms."""
+    values, cpu = measured
+    ordered = sorted(abs(v) for v in values)
     p95 = ordered[max(0, round(len(ordered) * 0.95) - 1)]
-    return f"{statistics.median(ordered):.0f} / {p95:.0f}"
+    gave_up = sum(v < 0 for v in values)
+    text = f"{statistics.median(ordered):.0f} / {p95:.0f} ({cpu:.0f} CPU)"
+    return text + (f", {gave_up} gave up" if gave_up else "")
 
 
-def api_latencies(env: dict[str, str], prompts: list[str], hog_count: int) -> list[float]:
+def api_latencies(env: dict[str, str], prompts: list[str], hog_count: int) -> tuple[list[float], float]:
     server = subprocess.Popen(
         [sys.executable, __file__, "--serve-api"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
@@ -119,16 +130,18 @@ def api_latencies(env: dict[str, str], prompts: list[str], hog_count: int) -> li
 
         search(prompts[0])  # warm: model loaded, vectors mapped
         with hogs(hog_count):
-            return [search(text) for text in prompts]
+            before = cpu_seconds(server.pid)
+            times = [search(text) for text in prompts]
+            return times, (cpu_seconds(server.pid) - before) / len(prompts) * 1000
     finally:
         assert server.stdin is not None
         server.stdin.close()
         server.wait(60)
 
 
-def recall_latencies(env: dict[str, str], prompts: list[str], hog_count: int) -> list[float]:
+def recall_latencies(env: dict[str, str], prompts: list[str], hog_count: int) -> tuple[list[float], float]:
     config = load_config(env)
-    server = subprocess.Popen([str(MEMEX), "hooks", "serve"], env=env, stdout=subprocess.DEVNULL)
+    server = subprocess.Popen([sys.executable, "-m", "memex", "hooks", "serve"], env=env, stdout=subprocess.DEVNULL)
     try:
         for _ in range(300):
             if ask(config, "ping", {}).answer:
@@ -139,26 +152,34 @@ def recall_latencies(env: dict[str, str], prompts: list[str], hog_count: int) ->
             payload = {"prompt": text, "session_id": "bench-0000001", "project_dir": "/home/bench/p1"}
             started = time.perf_counter()
             reply = ask(config, "recall", payload)
+            elapsed = (time.perf_counter() - started) * 1000
+            if reply.answer is None and "interrupted" in reply.reason:
+                return -elapsed  # gave up at the recall's deadline (hook_query_deadline_ms): nothing injected
             assert reply.answer is not None, reply.reason
-            return (time.perf_counter() - started) * 1000
+            return elapsed
 
         recall(prompts[0])
         with hogs(hog_count):
-            return [recall(text) for text in prompts]
+            before = cpu_seconds(server.pid)
+            times = [recall(text) for text in prompts]
+            return times, (cpu_seconds(server.pid) - before) / len(prompts) * 1000
     finally:
         ask(config, "shutdown", {})
         server.wait(60)
 
 
-def cold_latencies(env: dict[str, str], prompts: list[str], hog_count: int) -> list[float]:
+def cold_latencies(env: dict[str, str], prompts: list[str], hog_count: int) -> tuple[list[float], float]:
     subprocess.run([str(MEMEX), "search", prompts[0], "--json"], env=env, capture_output=True, check=True)
-    times = []
+    times, cpu = [], 0.0
     with hogs(hog_count):
         for text in prompts:
             started = time.perf_counter()
-            subprocess.run([str(MEMEX), "search", text, "--json"], env=env, capture_output=True, check=True)
+            proc = subprocess.Popen([str(MEMEX), "search", text, "--json"], env=env, stdout=subprocess.DEVNULL)
+            _, status, usage = os.wait4(proc.pid, 0)
+            assert os.waitstatus_to_exitcode(status) == 0
             times.append((time.perf_counter() - started) * 1000)
-    return times
+            cpu += usage.ru_utime + usage.ru_stime
+    return times, cpu / len(prompts) * 1000
 
 
 def base_vectors(passages: list[str]) -> np.ndarray:
@@ -191,7 +212,11 @@ def main() -> None:
     if not (home / "memex.db").exists():
         build_store(home, args.turns, 3, base_vectors(passages), vocabulary())
     chosen = random.Random(2).sample(prompts, min(args.queries, len(prompts)))
-    table = Table(title=f"Hybrid query latency, {args.turns:,} turns, ms p50 / p95 (2-core machine)")
+    load = os.getloadavg()[0]
+    table = Table(
+        title=f"Hybrid query latency, {args.turns:,} turns: wall ms p50 / p95 (server or process CPU ms per query); "
+        f"2 cores, load average {load:.1f} at the start"
+    )
     for column in ("set-up", "beside it", "warm /v1/search", "warm prompt recall", "`memex search` (new process)"):
         table.add_column(column, justify="left" if column in ("set-up", "beside it") else "right")
     for name, setup in SETUPS.items():

@@ -127,6 +127,8 @@ class Memex:
         skipped: list[Skipped] = []
         transcripts = discover(roots, skipped)
         # The files given by hand that no agent claimed (and that were not passed over as unreadable).
+        if all(p.is_dir() for p in paths):  # folders only: nothing to refuse, no transcript path to resolve
+            return Discovery(roots, transcripts, skipped, [], defaults=not paths)
         claimed = {safe_resolve(t.path) for t in transcripts}
         claimed |= {safe_resolve(alias) for t in transcripts for alias in t.aliases}
         claimed |= {safe_resolve(s.path) for s in skipped}
@@ -141,6 +143,7 @@ class Memex:
         *,
         workers: int | None = None,
         on_file: Callable[[Transcript, FileReport], None] | None = None,
+        on_total: Callable[[int], None] | None = None,
     ) -> IndexReport:
         """Ingest what `found` lists (default: every agent's default folders) incrementally: re-running reads
         only what changed. A file that fails is reported and the others are indexed; StoreError when the
@@ -168,6 +171,7 @@ class Memex:
                     on_file=on_file,
                     workers=workers or self.config.index_workers,
                     skipped=found.skipped,
+                    on_total=on_total,
                 )
             # Agents that keep their histories in project folders (Aider, SpecStory) are looked for in the
             # folders memex knows once the other agents' sessions, which name those folders, are indexed.

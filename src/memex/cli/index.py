@@ -15,11 +15,15 @@ from memex.embed.model import EmbedderUnavailable
 from memex.embed.worker import EmbedBusy
 from memex.errors import UserError
 from memex.ingest.indexer import FileReport, IndexReport
+from memex.ingest.pipeline import IDLE
 from memex.sources import ADAPTERS
 from memex.sources.model import Transcript
 
 # `memex index` exit statuses (README, "Use").
 EXIT_SOME_FAILED = 1
+# Unchanged files move the progress bar in steps of this many bytes (one update per file costs more than
+# deciding that the file is unchanged).
+PROGRESS_STEP_BYTES = 4 * 1_048_576
 
 
 @click.command("index")
@@ -66,15 +70,20 @@ def index_command(
         raise UserError("--all indexes every agent's default folders: give it no PATHS and no --agent")
     memex = app.memex(readonly=False)
     found = memex.discover(paths, agents)
-    with byte_progress(app.err, found.total_bytes, "Indexing") as progress:
+    with byte_progress(app.err, 0, "Indexing") as progress:
         task = progress.task_ids[0]
+        unchanged = [0]  # bytes of unchanged files not yet shown: they move the bar in steps
 
-        def advance(transcript: Transcript, _report: FileReport) -> None:
-            progress.update(
-                task, advance=_size(transcript.read_path), current=f"{transcript.agent} {transcript.path.name}"
-            )
+        def advance(transcript: Transcript, report: FileReport) -> None:
+            if report.status in IDLE and unchanged[0] < PROGRESS_STEP_BYTES:
+                unchanged[0] += report.size
+                return
+            step, unchanged[0] = unchanged[0] + report.size, 0
+            progress.update(task, advance=step, current=f"{transcript.agent} {transcript.path.name}")
 
-        report = memex.index(found, workers=workers, on_file=advance)
+        report = memex.index(
+            found, workers=workers, on_file=advance, on_total=lambda total: progress.update(task, total=total)
+        )
     for warning in report.warnings:
         app.say("warning", warning)
     _print_failures(app, report)
@@ -136,10 +145,3 @@ def _embed(app: App) -> dict[str, object] | None:
         app.say("warning", f"vectors not computed: {exc}")
         return None
     return report_dict(report, app.memex().pending_embeds())
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0

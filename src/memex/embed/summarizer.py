@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import urllib.error
-import urllib.request
 
 from memex.config import Config
 from memex.ingest.embed_texts import bound_text, head_and_tail
@@ -28,6 +26,8 @@ PROMPT = (
 
 
 def _ask(config: Config, conversation: str) -> str:
+    import urllib.request  # only when summaries are configured: it costs every `memex` command 17 ms
+
     body = {
         "model": config.summary_llm_model,
         "messages": [{"role": "system", "content": PROMPT}, {"role": "user", "content": conversation}],
@@ -59,6 +59,6 @@ def llm_summaries(config: Config, mirror_ids: list[int], fallbacks: list[str], c
             text = _ask(config, f"Title: {mirror.title or ''}\n\n{conversation}")
             summary = bound_text(text, config.embed_session_max_chars)
             summaries.append(summary or fallback)
-        except (OSError, urllib.error.URLError, ValueError, KeyError, IndexError, TypeError, LookupError):
+        except (OSError, ValueError, KeyError, IndexError, TypeError, LookupError):  # URLError is an OSError
             summaries.append(fallback)
     return summaries

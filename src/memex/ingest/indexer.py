@@ -40,6 +40,7 @@ from memex.ingest.pipeline import (
     parse_stream,
     plan_ingest,
 )
+from memex.ingest.state import StoredStream, stored_streams
 from memex.sources import ADAPTERS, adapter
 from memex.sources.files import Skipped
 from memex.sources.locations import agent_roots
@@ -154,12 +155,14 @@ def index_transcripts(
     on_file: Callable[[Transcript, FileReport], None] | None = None,
     workers: int = 1,
     skipped: Iterable[Skipped] = (),
+    on_total: Callable[[int], None] | None = None,
 ) -> IndexReport:
     """Ingest each transcript incrementally and total what was done.
 
     With `workers` > 1 and enough work, files are parsed by that many worker processes. A file that
     fails is reported (`failed`, with `skipped`: the files discovery could not read) and the others are
-    indexed; only an error of the store itself stops the run.
+    indexed; only an error of the store itself stops the run. `on_total` is told the bytes of all the
+    transcripts before the first is ingested; `on_file` is told of each one (its report's `size`).
     """
     report = IndexReport()
     report.failed.extend(skipped)
@@ -171,16 +174,51 @@ def index_transcripts(
             on_file(transcript, file_report)
 
     claimed: dict[str, str] = {}
-    plans = [plan_ingest(conn, t, claimed) for t in transcripts] if workers > 1 else []
+    known = stored_streams(conn)
+    stats = [_stat(t.path) for t in transcripts]
+    if on_total:
+        on_total(sum(s.st_size for s in stats if s is not None))
+    quick = [unchanged_report(t, s, known, claimed) for t, s in zip(transcripts, stats, strict=True)]
+    plans = (
+        [
+            plan_ingest(conn, t, claimed) if q is None else Plan(t, q.session_id, q.agent_id, q.status, size=q.size)
+            for t, q in zip(transcripts, quick, strict=True)
+        ]
+        if workers > 1
+        else []
+    )
     work = [p for p in plans if p.status not in IDLE]
     if len(work) >= PARALLEL_MIN_FILES and sum(p.size - p.state.resume_offset for p in work) >= PARALLEL_MIN_BYTES:
         _index_in_parallel(conn, config, plans, work, workers, done)
     else:
-        for transcript in transcripts:
-            done(transcript, ingest_isolated(conn, config, transcript))
+        for transcript, unchanged in zip(transcripts, quick, strict=True):
+            done(transcript, unchanged or ingest_isolated(conn, config, transcript))
     report.mirrors += backfill_mirrors(conn)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
+
+
+def unchanged_report(
+    transcript: Transcript, stat: os.stat_result | None, known: dict[str, StoredStream], claimed: dict[str, str]
+) -> FileReport | None:
+    """The report of a transcript the store holds at this very size and time (`unchanged`), decided from
+    the file's `stat` without a query; None when that cannot be told so cheaply (`plan_ingest` decides)."""
+    stored = known.get(str(transcript.path))  # stored paths are real paths, as discovery names files
+    agent_id = transcript.subagent_id or ""
+    if stored is None or stored.agent_id != agent_id or (agent_id and stored.session_id != transcript.session_id):
+        return None
+    if stat is None or (stat.st_size, stat.st_mtime_ns) != (stored.file_size, stored.file_mtime_ns):
+        return None
+    if not agent_id:
+        claimed.setdefault(stored.session_id, str(transcript.path))
+    return FileReport(transcript.path, stored.session_id, agent_id, "unchanged", size=stat.st_size)
 
 
 def _init_worker() -> None:

@@ -62,6 +62,7 @@ class FileReport:
     bytes_read: int = 0
     mirror_written: bool = False
     warnings: list[str] = field(default_factory=list)
+    size: int = 0  # the file's size when it was planned (0: unknown)
 
 
 def _now() -> str:
@@ -492,7 +493,7 @@ def parse_stream(
 def write_stream(conn: sqlite3.Connection, config: Config, plan: Plan, parsed: ParsedStream) -> FileReport:
     """Store a parsed transcript (inside the caller's transaction) and rebuild its session's mirror."""
     session_id, agent_id, transcript = plan.session_id, plan.agent_id, plan.transcript
-    report = FileReport(transcript.path, session_id, agent_id, plan.status)
+    report = FileReport(transcript.path, session_id, agent_id, plan.status, size=plan.size)
     report.lines, report.bad_lines, report.warnings = parsed.lines, parsed.bad_lines, list(parsed.warnings)
     now = _now()
     _ensure_session(conn, session_id, transcript.agent, config, now)
@@ -557,7 +558,7 @@ def write_stream(conn: sqlite3.Connection, config: Config, plan: Plan, parsed: P
 
 def idle_report(plan: Plan) -> FileReport:
     """The report of a transcript that needs no work (unchanged) or cannot get any (missing, failed)."""
-    report = FileReport(plan.transcript.path, plan.session_id, plan.agent_id, plan.status, plan.error)
+    report = FileReport(plan.transcript.path, plan.session_id, plan.agent_id, plan.status, plan.error, size=plan.size)
     if plan.status == "missing":
         report.warnings.append(f"{plan.transcript.path}: the file disappeared before it could be read")
     return report

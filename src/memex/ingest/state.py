@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from dataclasses import dataclass, fields
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 # Bytes hashed at the head of the consumed part and just before the stop point: enough to tell an
 # append from a rewrite without reading the file again.
@@ -92,3 +92,25 @@ def save_state(
             f"UPDATE sessions SET transcript_path = ?, updated_at = ?, {assignments} WHERE session_id = ?",
             [transcript_path, now, *values, session_id],
         )
+
+
+class StoredStream(NamedTuple):
+    """What the store knows of a transcript file, by its path: whose stream it is and how it looked."""
+
+    session_id: str
+    agent_id: str
+    file_size: int
+    file_mtime_ns: int
+
+
+def stored_streams(conn: sqlite3.Connection) -> dict[str, StoredStream]:
+    """Every ingested transcript by its stored (real) path: one read for a whole `memex index` run."""
+    cursor = conn.cursor()
+    cursor.row_factory = None  # plain tuples: tens of thousands of rows
+    rows = cursor.execute(
+        "SELECT transcript_path, session_id, '' AS agent_id, file_size, file_mtime_ns FROM sessions "
+        "WHERE transcript_path IS NOT NULL AND file_size IS NOT NULL "
+        "UNION ALL SELECT transcript_path, session_id, agent_id, file_size, file_mtime_ns FROM subagent_sessions "
+        "WHERE file_size IS NOT NULL"
+    )
+    return {row[0]: StoredStream._make(row[1:]) for row in rows}

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from memex.sources.files import Skipped, candidates, problem, safe_resolve
+from memex.sources.files import Skipped, candidates, problem, real_path
 from memex.sources.guard import checked
 from memex.sources.injected import claude_task_report, strip_prompt_hooks
 from memex.sources.jsonl import DEFAULT_MAX_LINE_BYTES, RawLine, read_jsonl
@@ -142,7 +142,7 @@ def classify(path: Path) -> Transcript | None:
     `chats/` folder), Cursor's agent transcripts (under `agent-transcripts/`).
     """
     stem = path.stem
-    if stem.startswith("rollout-") or "chats" in (path.parent.name, path.parent.parent.name):
+    if stem.startswith("rollout-") or "chats" in path.parts[-3:-1]:
         return None
     if "agent-transcripts" in path.parts[-4:]:  # Cursor's agent transcripts are named by a uuid too
         return None
@@ -172,10 +172,11 @@ def discover(roots: Iterable[Path], skipped: list[Skipped] | None = None) -> lis
     """Every Claude transcript under `roots` (folders are searched recursively; files taken as given).
     Files named like transcripts that cannot be read go to `skipped`."""
     found: dict[Path, Transcript] = {}
-    for path, _ in candidates(roots, "*.jsonl", lambda p: "tool-results" not in p.parts, skipped):
+    canonical: set[Path] = set()
+    for path, _ in candidates(roots, "*.jsonl", lambda p: "tool-results" not in p.parts, skipped, canonical):
         transcript = classify(path)
         if transcript is not None:
-            found[safe_resolve(path)] = transcript
+            found[real_path(path, canonical)] = transcript
     # Parents before their subagents, so a subagent finds its session row.
     return sorted(found.values(), key=lambda t: (t.subagent_id is not None, str(t.path)))
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from memex.sources.files import Skipped, candidates, open_regular, safe_resolve
+from memex.sources.files import Skipped, candidates, open_regular, real_path
 from memex.sources.guard import checked
 from memex.sources.injected import codex_subagent_report, codex_user_text
 from memex.sources.jsonl import DEFAULT_MAX_LINE_BYTES, RawLine, parse_json_line, read_jsonl
@@ -199,10 +199,11 @@ def discover(roots: Iterable[Path], skipped: list[Skipped] | None = None) -> lis
     """Every rollout under `roots` (folders are searched recursively; files taken as given), sessions before
     the subagents that belong to them. Files named like transcripts that cannot be read go to `skipped`."""
     found: dict[Path, Transcript] = {}
-    for path, _ in candidates(roots, "*.jsonl", skipped=skipped):
+    canonical: set[Path] = set()
+    for path, _ in candidates(roots, "*.jsonl", skipped=skipped, canonical=canonical):
         transcript = classify(path)
         if transcript is not None:
-            found[safe_resolve(path)] = transcript
+            found[real_path(path, canonical)] = transcript
     return sorted(found.values(), key=lambda t: (t.subagent_id is not None, str(t.path)))
 
 

@@ -10,6 +10,7 @@ at once instead of hanging.
 from __future__ import annotations
 
 import errno
+import fnmatch
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
@@ -93,20 +94,55 @@ def safe_resolve(path: Path) -> Path:
         return Path(os.path.abspath(path))
 
 
+def _walk(folder: Path, pattern: str) -> Iterator[tuple[Path, bool]]:
+    """Entries under `folder` whose name matches `pattern`, as (path, is a regular file that is no link);
+    folders are searched, links to folders are not (as `Path.rglob`). File types come from the directory
+    listing itself: a regular file costs no system call of its own."""
+    try:
+        with os.scandir(folder) as listing:
+            entries = sorted(listing, key=lambda entry: entry.name)  # so paths come out sorted
+    except OSError:
+        return
+    # A child of a parsed path need not be parsed again (pathlib's own walk does this; `/` parses).
+    child = getattr(folder, "_make_child_relpath", folder.joinpath)
+    for entry in entries:
+        path = child(entry.name)
+        try:
+            is_folder = entry.is_dir(follow_symlinks=False)
+            regular = not is_folder and entry.is_file(follow_symlinks=False)
+        except OSError:
+            is_folder = regular = False
+        if is_folder:
+            yield from _walk(path, pattern)
+        elif fnmatch.fnmatchcase(entry.name, pattern):
+            yield path, regular
+
+
 def candidates(
     roots: Iterable[Path],
     pattern: str,
     keep: Callable[[Path], bool] = lambda _: True,
     skipped: list[Skipped] | None = None,
+    canonical: set[Path] | None = None,
 ) -> Iterator[tuple[Path, bool]]:
     """The regular files under `roots` whose name matches `pattern` and that `keep` accepts, each as
     (path, given by hand). A root that is a file is taken as given; a root that does not exist is passed
     over silently (an agent that was never used has no folder). Files that look like transcripts but are
-    not regular files, or cannot be opened, go to `skipped`; folders named like files are searched."""
+    not regular files, or cannot be opened, go to `skipped`; folders named like files are searched.
+
+    A folder is walked from its real path, so a regular file found in it is named by its real path: those
+    are added to `canonical` (their `safe_resolve` is themselves). Only links and special files are opened
+    here; a regular file that cannot be read fails, with its reason, when it is read.
+    """
     for root in roots:
         if os.path.isdir(root):
-            for path in sorted(root.rglob(pattern)):
+            for path, regular in _walk(safe_resolve(root), pattern):
                 if not keep(path):
+                    continue
+                if regular:
+                    if canonical is not None:
+                        canonical.add(path)
+                    yield path, False
                     continue
                 reason = problem(path)
                 if reason is None:
@@ -119,3 +155,8 @@ def candidates(
                 yield root, True
             elif skipped is not None:
                 skipped.append(Skipped(root, reason))
+
+
+def real_path(path: Path, canonical: set[Path]) -> Path:
+    """`safe_resolve(path)`, without a system call for a path `candidates` found to be its own real path."""
+    return path if path in canonical else safe_resolve(path)

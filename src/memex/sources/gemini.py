@@ -33,7 +33,7 @@ from typing import Any
 
 import orjson
 
-from memex.sources.files import Skipped, candidates, open_regular, problem, safe_resolve
+from memex.sources.files import Skipped, candidates, open_regular, problem, real_path
 from memex.sources.guard import checked, guarded
 from memex.sources.injected import AgentReport, gemini_is_injected
 from memex.sources.jsonl import DEFAULT_MAX_LINE_BYTES, RawLine, parse_json_line, read_jsonl, scrub
@@ -391,10 +391,11 @@ def discover(roots: Iterable[Path], skipped: list[Skipped] | None = None) -> lis
     def in_chats(path: Path) -> bool:
         return path.suffix in (".json", ".jsonl") and _chats_folder(path) is not None
 
-    for path, by_content in candidates(roots, "*.json*", in_chats, skipped):
+    canonical: set[Path] = set()
+    for path, by_content in candidates(roots, "*.json*", in_chats, skipped, canonical):
         transcript = classify(path, by_content)
         if transcript is not None:
-            found[safe_resolve(path)] = transcript
+            found[real_path(path, canonical)] = transcript
     return sorted(_dedupe(found.values()), key=lambda t: (t.subagent_id is not None, str(t.path)))
 
 

@@ -1,0 +1,90 @@
+"""Re-indexing a folder where nothing (or one file) changed: an unchanged transcript costs one `stat`, no
+path resolution, no open, no query of its own; what changed is still found and ingested."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from memex.ingest.indexer import discover, index_transcripts
+from memex.sources.files import candidates
+from transcripts import ClaudeSession, simple_turn
+
+FILES = 30
+
+
+def _corpus(root: Path) -> list[ClaudeSession]:
+    sessions = []
+    for i in range(FILES):
+        session_id = f"{i:08d}-1111-2222-3333-444444444444"
+        session = ClaudeSession(root / f"-home-dev-p{i % 3}" / f"{session_id}.jsonl", session_id)
+        simple_turn(session, f"prompt {i} about the retry loop", f"answer {i}: capped the retries")
+        sessions.append(session)
+    return sessions
+
+
+class Calls:
+    """Counts calls of a few os functions while the block runs (the real functions still run)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
+        self.counts = dict.fromkeys(names, 0)
+        for name in names:
+            module, attribute = (os.path, name.split(".")[1]) if name.startswith("path.") else (os, name)
+            real = getattr(module, attribute)
+
+            def counted(*args, _real=real, _name=name, **kwargs):  # type: ignore[no-untyped-def]
+                self.counts[_name] += 1
+                return _real(*args, **kwargs)
+
+            monkeypatch.setattr(module, attribute, counted)
+
+
+def test_unchanged_files_cost_no_resolution_open_or_transaction(conn, config, tmp_path: Path, monkeypatch) -> None:
+    root = tmp_path / "projects"
+    sessions = _corpus(root)
+    first = index_transcripts(conn, config, discover({"claude": [root]}))
+    assert (first.files, first.files_changed) == (FILES, FILES)
+
+    simple_turn(sessions[7], "one more prompt about the retry loop", "raised the cap to five")
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    calls = Calls(monkeypatch, "path.realpath", "open", "stat")
+    again = index_transcripts(conn, config, discover({"claude": [root]}))
+    monkeypatch.undo()
+    conn.set_trace_callback(None)
+
+    assert (again.files, again.files_changed) == (FILES, 1) and again.turns >= 1
+    assert len(again.sessions) == FILES
+    # The root and the one changed file are resolved and opened (a few calls); the 29 others are only stat'ed.
+    assert calls.counts["path.realpath"] <= 4
+    assert calls.counts["open"] <= 4
+    assert calls.counts["stat"] <= FILES + 6  # one per file, a few for the root and the changed file
+    assert sum(s.startswith("BEGIN") for s in statements) <= 3  # the changed file's and the mirrors' own
+
+
+def test_a_folder_reached_through_a_link_is_walked_by_its_real_path(conn, config, tmp_path: Path) -> None:
+    real = tmp_path / "real-projects"
+    _corpus(real)
+    link = tmp_path / "projects-link"
+    link.symlink_to(real, target_is_directory=True)
+    found = [path for path, _ in candidates([link], "*.jsonl")]
+    assert len(found) == FILES and all(path.is_relative_to(real) for path in found)
+    index_transcripts(conn, config, discover({"claude": [link]}))
+    both = index_transcripts(conn, config, discover({"claude": [link, real]}))  # one file per session still
+    assert (both.files, both.files_changed) == (FILES, 0)
+
+
+def test_a_file_rewritten_at_the_same_size_and_time_is_the_only_blind_spot_as_before(
+    conn, config, tmp_path: Path
+) -> None:
+    root = tmp_path / "projects"
+    sessions = _corpus(root)
+    index_transcripts(conn, config, discover({"claude": [root]}))
+    path = sessions[3].path
+    stat = path.stat()
+    path.write_text(path.read_text().replace("retry", "RETRY"))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))  # same size, one nanosecond later
+    again = index_transcripts(conn, config, discover({"claude": [root]}))
+    assert again.files_changed == 1
