@@ -1,7 +1,12 @@
-"""Retrieval quality on LoCoMo: Recall@5, Recall@10 and MRR of lexical, semantic and hybrid search.
+"""Retrieval quality on LoCoMo: Recall@5, Recall@10 and MRR of lexical, semantic and hybrid search; hubs.
 
-    uv run python bench/retrieval.py                  # all 10 conversations (first run embeds ~6,000 texts)
-    uv run python bench/retrieval.py --conversations 3
+    uv run python bench/retrieval.py                  # the test half of LoCoMo (first run embeds ~6,000 texts)
+    uv run python bench/retrieval.py --split dev      # the half the search was tuned on
+    uv run python bench/retrieval.py --split all --conversations 3
+    uv run python bench/retrieval.py --hubs           # also: hub sessions on the real transcripts
+
+Held-out split: the search's tunable numbers were chosen on the `dev` part (LoCoMo conversations 7-10) and
+are reported on the `test` part (conversations 1-6), which they were never tried on.
 
 LoCoMo (../shared/data/locomo, CC BY-NC 4.0: benchmark use) holds 10 long conversations between two
 people, in sessions, with 1,986 questions whose `evidence` names the dialogue lines that answer them.
@@ -12,6 +17,12 @@ an evidence line as its prompt or answer. Recall@k is the share of a question's 
 the first k turns; MRR the mean of 1/rank of the first relevant turn. Every result of a session is kept
 (`per_session` = k): the benchmark measures ranking, not the CLI's one-result-per-session view.
 Adversarial questions (category 5) are reported apart.
+
+Hubs (`--hubs`): the Claude Code and Codex transcripts of ../shared/data are indexed and embedded, then
+asked questions they cannot answer (LoCoMo's questions about two people's lives, and code identifiers
+none of them holds), one result per session, top 5 as `memex search` shows them. A hub is a session that
+turns up for many such questions; the table gives how many questions returned anything, and the share of
+the questions the most frequent sessions answered.
 """
 
 from __future__ import annotations
@@ -35,6 +46,25 @@ from memex.ingest.indexer import discover, index_transcripts
 from memex.search.hybrid import MODES, hybrid_search
 from memex.store.db import connect
 from memex.store.queries import Filters
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+# Some conversations tune, the others test: `dev` is what the search's numbers were chosen on.
+SPLITS = {"dev": slice(6, 10), "test": slice(0, 6), "all": slice(0, 10)}
+# Code identifiers that none of the real transcripts holds (asked of them for the hub measure).
+UNKNOWN_IDENTIFIERS = (
+    "parse_config_file",
+    "retryFetchOnFailure",
+    "KafkaConsumerRebalanceListener",
+    "useInfiniteScrollQuery",
+    "compute_shipping_rates",
+    "terraform_remote_state",
+    "OAuth2PKCEVerifier",
+    "render_invoice_pdf",
+    "GraphQLSubscriptionResolver",
+    "debounce_search_input",
+    "kubernetes liveness probe timeout",
+    "flaky selenium test on CI",
+)
 
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
 CACHE = Path(__file__).resolve().parent / ".cache" / "locomo"
@@ -141,18 +171,55 @@ def evaluate(conversations: list[dict], home: Path, turn_dias: dict[int, set[str
     return {"scores": scores, "latency": latency}
 
 
+def hubs(questions: list[str]) -> Table:
+    """How often one real session turns up in the top 5 of questions it cannot answer."""
+    home = CACHE.parent / "real"
+    config = load_config({**os.environ, "MEMEX_HOME": str(home), "MEMEX_COMPUTER": "bench"})
+    conn = connect(config.db_path)
+    index_transcripts(conn, config, discover({"claude": [SHARED / "claude"], "codex": [SHARED / "codex"]}))
+    with worker_lock(config.home):
+        drain(conn, config)
+    total = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
+    table = Table(title=f"Hubs: {total} real sessions, questions they cannot answer, top 5 (one per session)")
+    for column in ("questions", "count", "with any result", "results / question", "top session", "top 3 sessions"):
+        table.add_column(column, justify="right" if column != "questions" else "left")
+    for label, asked in (("LoCoMo (daily life)", questions), ("unknown code identifiers", UNKNOWN_IDENTIFIERS)):
+        seen: dict[str, int] = defaultdict(int)
+        answered = results = 0
+        for question in asked:
+            found = hybrid_search(conn, config, question, Filters(), limit=5).results
+            answered += bool(found)
+            results += len(found)
+            for hit in found:
+                seen[hit["session_id"]] += 1
+        top = sorted(seen.values(), reverse=True)
+        table.add_row(
+            label,
+            str(len(asked)),
+            f"{answered / len(asked):.0%}",
+            f"{results / len(asked):.2f}",
+            f"{top[0] / len(asked):.0%}" if top else "—",
+            " / ".join(f"{n / len(asked):.0%}" for n in top[:3]) or "—",
+        )
+    conn.close()
+    return table
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--conversations", type=int, default=10)
+    parser.add_argument("--conversations", type=int, default=10, help="the first N conversations make the store")
+    parser.add_argument("--split", choices=SPLITS, default="test", help="which of them are asked (default: test)")
+    parser.add_argument("--hubs", action="store_true", help="also measure hub sessions on the real transcripts")
     args = parser.parse_args()
     conversations = json.loads(LOCOMO.read_text())[: args.conversations]
     home = CACHE / f"home-{args.conversations}"
     turn_dias, _ = build_store(conversations, home)
-    result = evaluate(conversations, home, turn_dias)
+    asked = conversations[SPLITS[args.split]]
+    result = evaluate(asked, home, turn_dias)
     scores, latency = result["scores"], result["latency"]
     questions = len(scores["hybrid"]["all:r10"])
     table = Table(
-        title=f"LoCoMo retrieval ({args.conversations} conversations, {questions} questions, "
+        title=f"LoCoMo retrieval ({args.split} split: {len(asked)} conversations, {questions} questions, "
         "categories 1-4; turn-level relevance)"
     )
     for column in ("mode", "Recall@5", "Recall@10", "MRR", "adversarial R@10", "p50 ms"):
@@ -175,6 +242,9 @@ def main() -> None:
     for mode in MODES:
         by_category.add_row(mode, *(f"{statistics.mean(scores[mode][f'{n}:r10']):.3f}" for n in CATEGORIES.values()))
     Console().print(by_category)
+    if args.hubs:
+        questions_asked = [qa["question"] for conv in conversations for qa in conv["qa"][::10]]
+        Console().print(hubs(questions_asked))
 
 
 if __name__ == "__main__":

@@ -137,3 +137,46 @@ def test_a_selective_filter_falls_back_to_searching_only_admitted_vectors(store,
         )
     }
     assert owners and set(owners) <= kitchen
+
+
+@pytest.fixture
+def config_store(conn, config, tmp_path: Path):
+    """A session about a config parser, one about recipes and settings, one about page layout."""
+    root = tmp_path / "projects" / "-home-dev-shop"
+    cfg = ClaudeSession(root / "cfg.jsonl", "dddd0000-config", cwd="/home/dev/shop")
+    simple_turn(
+        cfg,
+        "the parse_config_file helper crashes on an empty config",
+        "Fixed parse_config_file: it now handles empty files.",
+    )
+    simple_turn(cfg, "and the toml loader?", "The TOML loader now reports the line of a syntax error.")
+    recipes = ClaudeSession(root / "recipes.jsonl", "cccc0000-recipes", cwd="/home/dev/kitchen")
+    simple_turn(recipes, "Write a parser for recipe ingredient lists", "Added parse_ingredients in recipes/parse.py.")
+    simple_turn(recipes, "Read the settings file at startup", "Settings are now loaded from settings.json at start.")
+    css = ClaudeSession(root / "css.jsonl", "bbbb0000-css", cwd="/home/dev/shop")
+    simple_turn(css, "The sidebar overlaps the footer on narrow screens", "Switched the layout to CSS grid.")
+    simple_turn(css, "ok", "Done.")
+    index_transcripts(conn, config, discover({"claude": [root.parent]}))
+    with worker_lock(config.home):
+        drain(conn, config)
+    return conn
+
+
+def test_a_hit_found_by_meaning_alone_far_below_the_best_is_dropped(config_store, config) -> None:
+    question = "why does the config parser crash on empty input"
+    semantic = hybrid_search(config_store, config, question, Filters(), mode="semantic").results
+    assert semantic[0]["session_id"] == "dddd0000-config"
+    hits = hybrid_search(config_store, config, question, Filters()).results
+    # The layout session shares no word with the question and sits far below its best match.
+    assert [h["session_id"] for h in hits] == ["dddd0000-config", "cccc0000-recipes"]
+    assert "lexical" in hits[1]["explain"]  # the recipes turn is kept for its word (`parser`)
+    only = hybrid_search(config_store, config, "parse_config_file", Filters()).results
+    assert [h["session_id"] for h in only] == ["dddd0000-config"]
+
+
+def test_words_find_their_other_english_forms(config_store, config) -> None:
+    # `crashing` finds `crashes`, `loading` finds `loaded` (lexically: no vector is consulted).
+    hits = hybrid_search(config_store, config, "crashing helper", Filters(), mode="lexical").results
+    assert hits and hits[0]["session_id"] == "dddd0000-config"
+    loading = hybrid_search(config_store, config, "settings loading", Filters(), mode="lexical").results
+    assert loading and loading[0]["session_id"] == "cccc0000-recipes"

