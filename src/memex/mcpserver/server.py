@@ -271,7 +271,8 @@ def build_server(config: Config) -> tuple[MCPServer[Any], Door]:
         description="What memex's prompt-time recall would inject into an agent's context for this prompt: the "
         "most relevant turns of other sessions (same project first), by words and meaning, within the recall "
         "token budget, rendered as text with date, project, title and session id of each. Returns {text, hits} "
-        "(hits: how many turns; text is empty when nothing is relevant enough). Use search for more control.",
+        "(hits: how many turns; text is empty when nothing is relevant enough). Unlike the hook, it answers short "
+        "prompts and acknowledgements too. Use search for more control.",
     )
     async def recall(
         prompt: Annotated[str, Field(description="The user's prompt, as the agent received it.", min_length=1)],
