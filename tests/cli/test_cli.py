@@ -211,7 +211,7 @@ def test_stats(run, corpus: Path) -> None:
         (("index", "/definitely/not/here"), "does not exist"),
         (("search", "   "), "query is empty"),
         (("search", "x", "--pr", "abc"), "is not a valid integer"),
-        (("sessions", "list", "--agent", "cursor"), "Invalid value for '--agent'"),
+        (("sessions", "list", "--agent", "hologram"), "Invalid value for '--agent'"),
         (("show",), "Missing argument 'SESSION'"),
         (("show", "zzzz"), "no session matches 'zzzz'"),
         (("search", "decorators", "--session", "zzzz"), "no session matches 'zzzz'"),
