@@ -277,7 +277,7 @@ def test_agent_option_everywhere(run, agents_home: Path) -> None:
     assert shown["session"]["agent"] == "gemini"
     wrong = run("show", "ef56", "--agent", "codex")
     assert wrong.exit_code == 2 and "no codex session matches 'ef56'" in wrong.stderr
-    bad = run("sessions", "list", "--agent", "cursor")
+    bad = run("sessions", "list", "--agent", "hologram")
     assert bad.exit_code == 2 and "Invalid value" in bad.stderr
 
 
