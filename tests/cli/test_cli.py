@@ -220,7 +220,7 @@ def test_stats(run, corpus: Path) -> None:
         (("index", "/definitely/not/here"), "does not exist"),
         (("search", "   "), "query is empty"),
         (("search", "x", "--pr", "abc"), "is not a valid integer"),
-        (("sessions", "list", "--agent", "cursor"), "Invalid value for '--agent'"),
+        (("sessions", "list", "--agent", "hologram"), "Invalid value for '--agent'"),
         (("show",), "Missing argument 'SESSION'"),
         (("show", "zzzz"), "no session matches 'zzzz'"),
         (("search", "decorators", "--session", "zzzz"), "no session matches 'zzzz'"),
@@ -286,7 +286,7 @@ def test_agent_option_everywhere(run, agents_home: Path) -> None:
     assert shown["session"]["agent"] == "gemini"
     wrong = run("show", "ef56", "--agent", "codex")
     assert wrong.exit_code == 2 and "no codex session matches 'ef56'" in wrong.stderr
-    bad = run("sessions", "list", "--agent", "cursor")
+    bad = run("sessions", "list", "--agent", "hologram")
     assert bad.exit_code == 2 and "Invalid value" in bad.stderr
 
 
