@@ -38,6 +38,7 @@ COMMANDS = {
     "hook": "memex.cli.hooks:hook_command",
     "daemon": "memex.cli.daemon:daemon_command",
     "computers": "memex.cli.computers:computers_command",
+    "forget": "memex.cli.forget:forget_command",
 }
 
 

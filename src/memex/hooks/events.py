@@ -98,6 +98,8 @@ def _pending_bytes(conn: Any, transcript: Any) -> int | None:
         stat = transcript.path.stat()
     except FileNotFoundError:
         return None
+    if conn.execute("SELECT 1 FROM forgotten WHERE session_id = ? LIMIT 1", (transcript.session_id,)).fetchone():
+        return None  # `memex forget`: never indexed again
     if transcript.subagent_id:
         row = conn.execute(
             "SELECT file_size, file_mtime_ns, last_offset FROM subagent_sessions WHERE session_id = ? AND agent_id = ?",
