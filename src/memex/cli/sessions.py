@@ -11,7 +11,7 @@ from rich.text import Text
 from memex.cli.app import App
 from memex.cli.options import build_filters, filter_options, json_option
 from memex.cli.render import project_name, short_time
-from memex.store.queries import list_sessions
+from memex.store.listing import all_sessions
 
 
 @click.group("sessions")
@@ -21,12 +21,17 @@ def sessions_group() -> None:
 
 @sessions_group.command("list")
 @filter_options("project", "agent", "since", "until", "pr")
+@click.option("--computer", help="Only the sessions of this computer (received as mirrors, or this one's).")
+@click.option("--local", "local_only", is_flag=True, help="Only the sessions indexed on this computer.")
 @click.option("--limit", type=click.IntRange(1), default=20, show_default=True)
 @json_option
 @click.pass_obj
-def list_command(app: App, limit: int, as_json: bool, **options: Any) -> None:
-    """Sessions, newest first by start time."""
-    sessions = list_sessions(app.db_readonly(), build_filters(**options), limit)
+def list_command(app: App, limit: int, as_json: bool, computer: str | None, local_only: bool, **options: Any) -> None:
+    """Sessions, newest first by start time: this computer's and those received from your other computers
+    (marked with their computer)."""
+    sessions = all_sessions(
+        app.db_readonly(), build_filters(**options), limit, app.config.computer, computer, local_only
+    )
     if as_json:
         app.emit_json(sessions)
         return
@@ -43,6 +48,8 @@ def list_command(app: App, limit: int, as_json: bool, **options: Any) -> None:
             extra.append(f"+{s['subagents']} subagents")
         if s["prs"]:
             extra.append("PR " + ", ".join(f"#{n}" for n in s["prs"]))
+        if s["source"] == "mirror":
+            extra.append(f"on {s['computer']}")
         title = Text(s["title"] or "—")
         if extra:
             title.append(f" ({'; '.join(extra)})", style="dim")
@@ -51,7 +58,7 @@ def list_command(app: App, limit: int, as_json: bool, **options: Any) -> None:
             short_time(s["started_at"]),
             s["agent"],
             project_name(s["project_dir"]),
-            str(s["turns"]),
+            "—" if s["turns"] is None else str(s["turns"]),
             title,
         )
     app.out.print(table)
