@@ -22,7 +22,7 @@ SLAY_ID = SLAY.stem
 
 @pytest.fixture
 def indexed(run, tmp_path: Path) -> Path:
-    """The HillviewCap sessions, the slay session, a Codex rollout and the Gemini chats, indexed and embedded."""
+    """The HillviewCap sessions, the slay session, a Codex rollout and the Gemini chats, indexed."""
     projects = tmp_path / "claude-projects"
     shutil.copytree(HILLVIEW, projects / HILLVIEW.name)
     (projects / "-Users-chloe-c-slay").mkdir()
@@ -32,7 +32,6 @@ def indexed(run, tmp_path: Path) -> Path:
     shutil.copy(CODEX_SHORT, codex / CODEX_SHORT.name)
     shutil.copytree(GEMINI, tmp_path / "gemini-tmp")
     assert run("index").exit_code == 0
-    assert run("embed").exit_code == 0
     return projects
 
 
@@ -62,6 +61,7 @@ def _counts(config: Config, session_id: str) -> dict[str, int]:
 
 
 def test_forget_removes_everything_and_reindexing_does_not_bring_it_back(run, config: Config, indexed: Path) -> None:
+    assert run("embed").exit_code == 0
     before = _counts(config, SLAY_ID)
     assert all(before[k] for k in ("sessions", "turns", "chunks", "mirrors", "vectors", "archive")), before
     other = _counts(config, "155715ec-f4e9-47ea-859c-2e4cfcceab6f")

@@ -15,12 +15,16 @@ from memex.cli.render import short_time, styled
 from memex.sync.remote import known_computers
 
 
-@click.command("computers")
+@click.group("computers", invoke_without_command=True)
 @json_option
-@click.pass_obj
-def computers_command(app: App, as_json: bool) -> None:
+@click.pass_context
+def computers_command(ctx: click.Context, as_json: bool) -> None:
     """List the computers that announced themselves (live: their daemon runs now), when each was last
-    seen, how many sessions it has, and how many of its mirrors this computer holds."""
+    seen, how many sessions it has, and how many of its mirrors this computer holds.
+    `memex computers forget NAME` retires one."""
+    if ctx.invoked_subcommand is not None:
+        return
+    app: App = ctx.obj
     conn = _store(app)
     found, problem = known_computers(app.config, conn)
     mirrors = dict(conn.execute("SELECT computer, count(*) FROM mirrors GROUP BY computer").fetchall()) if conn else {}
@@ -87,3 +91,12 @@ def _ago(timestamp: Any) -> str:
         if seconds >= size:
             return f"{short_time(timestamp)} ({seconds // size} {unit} ago)"
     return f"{short_time(timestamp)} ({seconds} s ago)"
+
+
+def _add_subcommands() -> None:
+    from memex.cli.computers_forget import forget_computer_command
+
+    computers_command.add_command(forget_computer_command)
+
+
+_add_subcommands()

@@ -14,6 +14,7 @@ from memex.archive.reader import archived_sources
 from memex.cli.app import App
 from memex.cli.embed import report_dict, run_embed
 from memex.cli.render import byte_progress
+from memex.computers import follow_rename
 from memex.embed.model import EmbedderUnavailable
 from memex.embed.worker import EmbedBusy, pending_count
 from memex.errors import StoreError, UserError
@@ -77,6 +78,8 @@ def index_command(
     transcripts = discover(roots, skipped)
     refused = _refused(paths, transcripts, skipped, chosen)
     conn = app.db()
+    for old, moved in follow_rename(conn, app.config).items():
+        app.say("note", f"this computer was {old!r}, now {app.config.computer!r}: {moved} sessions follow the new name")
     # Without PATHS: also the transcripts the agents deleted that the archive must parse again (a rebuilt store).
     restoring = archived_sources(conn, app.config, chosen, transcripts) if not paths else contextlib.nullcontext([])
     with restoring as restored:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import memex
+from memex.computers import follow_rename
 from memex.config import Config
 from memex.errors import UserError
 from memex.ingest.indexer import default_roots, discover, index_transcripts
@@ -125,6 +126,8 @@ class Daemon:
         self._take_lock()
         token = ensure_token(self.config)
         self.watcher.baseline()  # before the index: a change made during it is seen by the next scan
+        for old, moved in (self._guard("rename", lambda: follow_rename(self.conn, self.config)) or {}).items():
+            log.warning("the computer %r is now %r: %d sessions follow the new name", old, self.config.computer, moved)
         if index:
             self._index_pending = True
             self._guard("index", self.index_all)  # a locked store: the next pass tries again

@@ -17,8 +17,10 @@ from typing import Any
 
 import redis
 
+from memex.computers import apply_computer_forget
 from memex.config import Config
 from memex.forget import apply_forget, now_iso
+from memex.store.computers import EVERY_SESSION
 from memex.store.db import transaction
 from memex.store.forget import mark_published, unpublished_tombstones
 from memex.sync.keys import Keys
@@ -43,7 +45,12 @@ def publish(
     for session_id, owner, forgotten_at in items:
         fields = {"computer": computer, "kind": KIND, "session_id": session_id, "owner": owner, "at": forgotten_at}
         pipe.xadd(keys.stream, fields, maxlen=max_len, approximate=True)  # type: ignore[arg-type]
-        pipe.hdel(keys.latest(owner), session_id)
+        if session_id == EVERY_SESSION:  # a whole computer: what Redis keeps of it goes
+            pipe.delete(keys.latest(owner), keys.heartbeat(owner))
+            pipe.srem(keys.publishers, owner)
+            pipe.hdel(keys.computers, owner)
+        else:
+            pipe.hdel(keys.latest(owner), session_id)
         pipe.hset(keys.forgotten, f"{owner}\t{session_id}", f"{computer}\t{forgotten_at}")
     pipe.execute()
     with transaction(conn):
@@ -62,7 +69,13 @@ def receive(conn: sqlite3.Connection, config: Config, fields: Mapping[bytes, Any
     if not session_id or not owner:
         log.warning("skipped a forgetting without its session or computer")
         return False
-    return apply_forget(conn, config, session_id, owner, origin or owner)
+    return _apply(conn, config, session_id, owner, origin or owner)
+
+
+def _apply(conn: sqlite3.Connection, config: Config, session_id: str, owner: str, origin: str) -> bool:
+    if session_id == EVERY_SESSION:
+        return apply_computer_forget(conn, config, owner)
+    return apply_forget(conn, config, session_id, owner, origin)
 
 
 def catch_up(conn: sqlite3.Connection, config: Config, client: redis.Redis, keys: Keys) -> int:
@@ -75,7 +88,7 @@ def catch_up(conn: sqlite3.Connection, config: Config, client: redis.Redis, keys
             owner, _, session_id = _text(key).partition("\t")
             origin = _text(value).partition("\t")[0]
             if owner and session_id and origin != config.computer:
-                applied += apply_forget(conn, config, session_id, owner, origin or owner)
+                applied += _apply(conn, config, session_id, owner, origin or owner)
         if int(cursor) == 0:
             return applied
 

@@ -193,7 +193,9 @@ class Consumer:
                 continue
             if _text(fields.get(b"computer", b"")) == self.computer:
                 continue  # this computer's own mirror
-            if forgets.is_forget(fields):  # applied first: a mirror of a forgotten session is dropped
+            if forgets.is_forget(fields):  # in stream order: the mirrors read before it first
+                written += apply_payloads(self.conn, payloads, self.computer)
+                payloads = []
                 if self.config is not None:
                     written += forgets.receive(self.conn, self.config, fields)
                 continue
