@@ -311,12 +311,16 @@ class Memex:
             raise UserError(f"no indexed session of this project ({folder}): give a session id, or run `memex index`")
         return found
 
-    def sessions(self, filters: Filters | None = None, limit: int = 20) -> list[SessionSummary]:
-        """Sessions newest first by start time, with their turn counts and pull requests."""
+    def sessions(
+        self, filters: Filters | None = None, limit: int = 20, *, computer: str | None = None, local: bool = False
+    ) -> list[SessionSummary]:
+        """Sessions newest first by start time, with their turn counts and pull requests: those indexed here
+        and (unless `local`) those received from other computers as mirrors; `computer` keeps one computer's."""
         from memex.results import SessionSummary
-        from memex.store.queries import list_sessions
+        from memex.store.listing import all_sessions
 
-        return [SessionSummary(**row) for row in list_sessions(self.conn, filters or Filters(), limit)]
+        rows = all_sessions(self.conn, filters or Filters(), limit, self.config.computer, computer, local)
+        return [SessionSummary(**row) for row in rows]
 
     def show(self, session: str, *, turns: bool = False, agent: str | None = None) -> SessionView:
         """A session (an id or unique prefix) as a conversation (its mirror), or with `turns` its full turns.
@@ -476,6 +480,13 @@ class Memex:
         from memex.store.queries import statistics
 
         return Stats(**statistics(self.conn, self.config.db_path), **archive_statistics(self.conn))
+
+    def follow_rename(self) -> dict[str, int]:
+        """Move the local sessions stored under earlier names of this computer to its current name
+        ({old name: sessions moved}); the other computers then forget the old names."""
+        from memex.computers import follow_rename
+
+        return follow_rename(self.conn, self.config)
 
     def computers(self) -> ComputerList:
         """The computers sharing mirrors under this prefix (live: their daemon runs now), and this one."""

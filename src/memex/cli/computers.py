@@ -13,12 +13,16 @@ from memex.cli.options import json_option
 from memex.cli.render import short_time, styled
 
 
-@click.command("computers")
+@click.group("computers", invoke_without_command=True)
 @json_option
-@click.pass_obj
-def computers_command(app: App, as_json: bool) -> None:
+@click.pass_context
+def computers_command(ctx: click.Context, as_json: bool) -> None:
     """List the computers that announced themselves (live: their daemon runs now), when each was last
-    seen, how many sessions it has, and how many of its mirrors this computer holds."""
+    seen, how many sessions it has, and how many of its mirrors this computer holds.
+    `memex computers forget NAME` retires one."""
+    if ctx.invoked_subcommand is not None:
+        return
+    app: App = ctx.obj
     found = app.memex(readonly=True).computers()
     if as_json:
         app.emit_json(found.to_json())
@@ -55,3 +59,12 @@ def _ago(timestamp: Any) -> str:
         if seconds >= size:
             return f"{short_time(timestamp)} ({seconds // size} {unit} ago)"
     return f"{short_time(timestamp)} ({seconds} s ago)"
+
+
+def _add_subcommands() -> None:
+    from memex.cli.computers_forget import forget_computer_command
+
+    computers_command.add_command(forget_computer_command)
+
+
+_add_subcommands()

@@ -69,6 +69,8 @@ def index_command(
     if everything and (paths or agents):
         raise UserError("--all indexes every agent's default folders: give it no PATHS and no --agent")
     memex = app.memex(readonly=False)
+    for old, moved in memex.follow_rename().items():
+        app.say("note", f"this computer was {old!r}, now {app.config.computer!r}: {moved} sessions follow the new name")
     found = memex.discover(paths, agents)
     with byte_progress(app.err, 0, "Indexing") as progress:
         task = progress.task_ids[0]

@@ -39,6 +39,7 @@ COMMANDS = {
     "daemon": "memex.cli.daemon:daemon_command",
     "computers": "memex.cli.computers:computers_command",
     "mcp": "memex.cli.mcp:mcp_command",
+    "forget": "memex.cli.forget:forget_command",
 }
 
 

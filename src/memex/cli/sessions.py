@@ -20,12 +20,15 @@ def sessions_group() -> None:
 
 @sessions_group.command("list")
 @filter_options("project", "agent", "since", "until", "pr")
+@click.option("--computer", help="Only the sessions of this computer (received as mirrors, or this one's).")
+@click.option("--local", "local_only", is_flag=True, help="Only the sessions indexed on this computer.")
 @click.option("--limit", type=click.IntRange(1), default=20, show_default=True)
 @json_option
 @click.pass_obj
-def list_command(app: App, limit: int, as_json: bool, **options: Any) -> None:
-    """Sessions, newest first by start time."""
-    sessions = app.memex(readonly=True).sessions(build_filters(**options), limit)
+def list_command(app: App, limit: int, as_json: bool, computer: str | None, local_only: bool, **options: Any) -> None:
+    """Sessions, newest first by start time: this computer's and those received from your other computers
+    (marked with their computer)."""
+    sessions = app.memex(readonly=True).sessions(build_filters(**options), limit, computer=computer, local=local_only)
     if as_json:
         app.emit_json([s.to_json() for s in sessions])
         return
@@ -42,6 +45,8 @@ def list_command(app: App, limit: int, as_json: bool, **options: Any) -> None:
             extra.append(f"+{s.subagents} subagents")
         if s.prs:
             extra.append("PR " + ", ".join(f"#{n}" for n in s.prs))
+        if s.source == "mirror":
+            extra.append(f"on {s.computer}")
         title = Text(s.title or "—")
         if extra:
             title.append(f" ({'; '.join(extra)})", style="dim")
@@ -50,7 +55,7 @@ def list_command(app: App, limit: int, as_json: bool, **options: Any) -> None:
             short_time(s.started_at),
             s.agent,
             project_name(s.project_dir),
-            str(s.turns),
+            "—" if s.turns is None else str(s.turns),
             title,
         )
     app.out.print(table)

@@ -98,8 +98,10 @@ def _pending_bytes(conn: Any, transcript: Any) -> int | None:
         stat = transcript.path.stat()
     except FileNotFoundError:
         return None
-    from memex.store.queries import ingest_mark
+    from memex.store.queries import ingest_mark, is_forgotten
 
+    if is_forgotten(conn, transcript.session_id):
+        return None  # `memex forget`: never indexed again
     row = ingest_mark(conn, transcript.session_id, transcript.subagent_id, str(transcript.path.resolve()))
     if row is not None and row[0] == stat.st_size and row[1] == stat.st_mtime_ns:
         return None

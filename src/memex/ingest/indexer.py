@@ -82,7 +82,7 @@ class IndexReport:
         self.missing_files += file.status == "missing"
         if file.status == "failed":
             self.failed.append(Skipped(file.path, file.error or "failed"))
-        elif file.status != "missing":
+        elif file.status not in ("missing", "forgotten"):
             self.sessions.add(file.session_id)
             self.subagents += bool(file.agent_id)
         self.turns += file.turns

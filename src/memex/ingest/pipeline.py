@@ -43,8 +43,9 @@ _FIRST_ONLY_RANK = TITLE_RANKS["prompt"]
 TITLE_MAX_CHARS = 100
 # Warnings kept per file (the count of bad lines is always complete).
 MAX_WARNINGS_PER_FILE = 5
-# Plan statuses that need no parsing: nothing changed, the file is gone, or it cannot be read.
-IDLE = ("unchanged", "missing", "failed")
+# Plan statuses that need no parsing: nothing changed, the file is gone, it cannot be read, or the user
+# asked memex to forget its session (`memex forget`).
+IDLE = ("unchanged", "missing", "failed", "forgotten")
 
 
 @dataclass
@@ -378,6 +379,9 @@ def plan_ingest(conn: sqlite3.Connection, transcript: Transcript, claimed: dict[
     if claimed is not None and not agent_id:
         claimed.setdefault(session_id, _path_key(transcript.path))
     plan = Plan(transcript, session_id, agent_id, "missing")
+    if conn.execute("SELECT 1 FROM forgotten WHERE session_id = ? LIMIT 1", (session_id,)).fetchone():
+        plan.status = "forgotten"  # the user asked memex to forget it: never read again
+        return plan
     try:
         plan.size, plan.mtime_ns = fingerprint(transcript)
         state = load_state(conn, session_id, agent_id)
@@ -623,7 +627,11 @@ def ingest_transcript(conn: sqlite3.Connection, config: Config, transcript: Tran
 def archived(conn: sqlite3.Connection, config: Config, transcript: Transcript, report: FileReport) -> FileReport:
     """`report`, once the archive's copy of the transcript is up to date (`memex.archive`); a copy that
     cannot be written is a warning, never a failed ingest."""
-    if not config.archive_enabled or transcript.source is not None or report.status in ("missing", "failed"):
+    if (
+        not config.archive_enabled
+        or transcript.source is not None
+        or report.status in ("missing", "failed", "forgotten")
+    ):
         return report
     from memex.archive.copies import Stream, keep_copy  # zstandard only when there is something to copy
     from memex.archive.frames import ArchiveCorrupt

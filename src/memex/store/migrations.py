@@ -486,8 +486,9 @@ MIGRATIONS: list[str] = [
     # again by reading their headers): the stream it copies, the source file, how many of its bytes are
     # archived and the size they take, and when the source was last seen. Not tied to `sessions` by a
     # foreign key: a copy outlives its session's rows (a clean rebuild) until `memex forget` removes it.
-    # `forgotten`: sessions the user asked memex to forget (a tombstone per session and computer), so
-    # re-indexing a transcript still on disk, or a mirror delivered again, does not bring them back.
+    # `forgotten`: sessions the user asked memex to forget (a tombstone per session and the computer it ran
+    # on), so re-indexing a transcript still on disk, or a mirror delivered again, does not bring them back;
+    # `origin` is the computer where the user asked, `published_at` when this computer told the others.
     """
     CREATE TABLE archive_streams (
         session_id TEXT NOT NULL,
@@ -509,8 +510,9 @@ MIGRATIONS: list[str] = [
     CREATE TABLE forgotten (
         session_id TEXT NOT NULL,
         computer TEXT NOT NULL,
+        origin TEXT NOT NULL,
         forgotten_at TEXT NOT NULL,
-        transcript_path TEXT,
+        published_at TEXT,
         PRIMARY KEY (session_id, computer)
     );
     """,

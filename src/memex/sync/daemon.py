@@ -32,6 +32,7 @@ from typing import IO, Any
 
 import memex
 from memex.api import Memex
+from memex.computers import follow_rename
 from memex.config import Config
 from memex.errors import UserError
 from memex.ingest.indexer import default_roots
@@ -41,7 +42,7 @@ from memex.sources import ADAPTERS
 from memex.sources.files import safe_resolve
 from memex.store.db import connect
 from memex.store.queries import known_projects
-from memex.sync import outbox
+from memex.sync import forgets, outbox
 from memex.sync.heartbeat import ComputerInfo, announce, iso, registry, remember, withdraw
 from memex.sync.inbox import Consumer
 from memex.sync.keys import Keys
@@ -101,7 +102,7 @@ class Daemon:
         self.link = (
             RedisLink(config.redis_url, self.keys, clock, config.redis_retry_seconds) if config.redis_url else None
         )
-        self.consumer = Consumer(self.conn, self.keys, config.computer, config.sync_batch)
+        self.consumer = Consumer(self.conn, self.keys, config.computer, config.sync_batch, config)
         self.roots = default_roots(config, sorted(ADAPTERS), known_projects(self.conn))
         self.watcher = Watcher(self.roots, clock, config.daemon_debounce_seconds, config.daemon_debounce_max_seconds)
         self.api: ApiServer | None = None
@@ -127,6 +128,8 @@ class Daemon:
         self._take_lock()
         token = ensure_token(self.config)
         self.watcher.baseline()  # before the index: a change made during it is seen by the next scan
+        for old, moved in (self._guard("rename", lambda: follow_rename(self.conn, self.config)) or {}).items():
+            log.warning("the computer %r is now %r: %d sessions follow the new name", old, self.config.computer, moved)
         if index:
             self._index_pending = True
             self._guard("index", self.index_all)  # a locked store: the next pass tries again
@@ -211,6 +214,7 @@ class Daemon:
         report.queued = self._guard("publish", self._queue_due) or 0
         if self.link is not None and self.link.up and self.link.epoch is not None:
             report.sent = self._guard("send", self._send) or 0
+            report.sent += self._guard("forget", self._send_forgets) or 0
         for task in self.tasks:
             self._guard(getattr(task, "__name__", "task"), task)
         if self.link is not None and self.link.up:
@@ -259,9 +263,9 @@ class Daemon:
                 self._file_failed(transcript.path, report.error or "failed")
                 continue
             self._failures.pop(str(safe_resolve(transcript.path)), None)
-            if report.status != "missing":
+            if report.status not in ("missing", "forgotten"):
                 self._touch(report.session_id, self.clock())
-            count += report.status not in ("unchanged", "missing")
+            count += report.status not in ("unchanged", "missing", "forgotten")
         return count
 
     def _file_failed(self, path: Path, reason: str) -> None:
@@ -324,6 +328,16 @@ class Daemon:
         )
         if sent:
             log.info("published %d mirrors", sent)
+        return sent
+
+    def _send_forgets(self) -> int:
+        """Tell the other computers what the user forgot here (`memex forget`)."""
+        assert self.link is not None
+        sent = forgets.publish(
+            self.conn, self.link.redis, self.keys, self.config.computer, self.config.stream_max_entries
+        )
+        if sent:
+            log.info("published %d forgotten sessions", sent)
         return sent
 
     def _heartbeat(self) -> None:

@@ -20,8 +20,11 @@ from typing import Any, cast
 
 import redis
 
+from memex.config import Config
 from memex.ingest.mirrors import store_mirror
 from memex.store.db import transaction
+from memex.store.forget import is_forgotten
+from memex.sync import forgets
 from memex.sync.keys import Keys
 from memex.sync.wire import Envelope, WireError, decode
 
@@ -31,7 +34,7 @@ log = logging.getLogger("memex.daemon")
 def receive(conn: sqlite3.Connection, envelope: Envelope, computer: str) -> bool:
     """Store a received mirror unless this computer's own, or the stored one is as new; True if written."""
     mirror = envelope.mirror
-    if mirror.computer == computer:
+    if mirror.computer == computer or is_forgotten(conn, mirror.session_id, mirror.computer):
         return False
     row = conn.execute(
         "SELECT updated_at, content_hash FROM mirrors WHERE session_id = ? AND computer = ?",
@@ -76,8 +79,11 @@ def _id_key(entry_id: bytes | str) -> tuple[int, int]:
 class Consumer:
     """This computer's reader of the mirror stream."""
 
-    def __init__(self, conn: sqlite3.Connection, keys: Keys, computer: str, batch: int) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, keys: Keys, computer: str, batch: int, config: Config | None = None
+    ) -> None:
         self.conn = conn
+        self.config = config  # to apply forgettings (their archive copies are files); None: mirrors only
         self.keys = keys
         self.computer = computer
         self.group = computer
@@ -125,6 +131,8 @@ class Consumer:
     def catch_up(self, client: redis.Redis) -> int:
         """Read the latest mirror of every session of every other computer; returns how many were written."""
         written = 0
+        if self.config is not None:
+            written += forgets.catch_up(self.conn, self.config, client, self.keys)
         for member in sorted(_text(m) for m in client.smembers(self.keys.publishers)):
             if member == self.computer:
                 continue
@@ -178,14 +186,21 @@ class Consumer:
 
     def _apply(self, client: redis.Redis, entries: list[tuple[Any, Any]]) -> StepResult:
         """Store the entries' mirrors in one transaction, then acknowledge them all."""
-        payloads = []
+        payloads: list[Any] = []
+        written = 0
         for _entry_id, fields in entries:
             if not fields:  # a pending entry trimmed away: nothing to apply
                 continue
             if _text(fields.get(b"computer", b"")) == self.computer:
                 continue  # this computer's own mirror
+            if forgets.is_forget(fields):  # in stream order: the mirrors read before it first
+                written += apply_payloads(self.conn, payloads, self.computer)
+                payloads = []
+                if self.config is not None:
+                    written += forgets.receive(self.conn, self.config, fields)
+                continue
             payloads.append(fields.get(b"mirror"))
-        written = apply_payloads(self.conn, payloads, self.computer)
+        written += apply_payloads(self.conn, payloads, self.computer)
         client.xack(self.keys.stream, self.group, *[entry_id for entry_id, _ in entries])
         return StepResult(read=len(entries), written=written)
 

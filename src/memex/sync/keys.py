@@ -38,3 +38,9 @@ class Keys:
     def epoch(self) -> str:
         """A random id naming this Redis's data: a new one means Redis lost what it held."""
         return f"{self.prefix}:epoch"
+
+    @property
+    def forgotten(self) -> str:
+        """Hash of `<computer>\t<session>` -> when the user forgot that session (no TTL: a computer that
+        returns after the stream was trimmed still learns of it)."""
+        return f"{self.prefix}:forgotten"

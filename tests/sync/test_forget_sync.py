@@ -1,0 +1,97 @@
+"""`memex forget` travels: the other computers drop their mirrors, a late joiner never gets them, and the
+computer a session ran on forgets it when another computer asks."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from memex.cli.main import cli
+from memex.store.db import connect
+from synctools import SLAY, free_port, settle
+
+SLAY_ID = SLAY.stem
+
+
+def _forget(computer, *args: str, **env: str) -> dict:
+    result = CliRunner().invoke(
+        cli, ["forget", *args, "--yes", "--json"], env={**computer.env, **env}, catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def _sessions(computer) -> set[str]:
+    conn = connect(computer.config.db_path)
+    try:
+        return {r[0] for r in conn.execute("SELECT session_id FROM sessions")}
+    finally:
+        conn.close()
+
+
+def test_the_other_computers_drop_their_mirrors_and_a_late_joiner_never_gets_them(computers) -> None:
+    a, b = computers("alpha"), computers("beta")
+    a.add_claude(SLAY, "-Users-chloe-c-slay")
+    a.start()
+    b.start()
+    settle(a, b)
+    assert SLAY_ID in b.mirrors("alpha")
+    report = _forget(a, SLAY_ID[:8])
+    assert report["sessions"] == 1 and report["published"] == 1 and report["note"] is None
+    settle(a, b)
+    assert SLAY_ID not in b.mirrors() and SLAY_ID not in a.mirrors()
+    hits = json.loads(b.cli("search", "slay", "--json").stdout)
+    assert all(hit["session_id"] != SLAY_ID for hit in hits)
+    c = computers("gamma")  # joins later: catches up from the latest mirrors, which no longer hold it
+    c.start()
+    settle(a, b, c)
+    assert SLAY_ID not in c.mirrors()
+
+
+def test_a_computer_that_was_away_learns_of_it_after_the_stream_entry_is_gone(computers, redis_url, prefix) -> None:
+    a, b = computers("alpha"), computers("beta", stream_max_entries=1)
+    a.add_claude(SLAY, "-Users-chloe-c-slay")
+    a.start()
+    b.start()
+    settle(a, b)
+    b.stop()  # away
+    _forget(a, SLAY_ID[:8])
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    client.xtrim(f"{prefix}:mirrors", maxlen=0, approximate=False)  # the forgetting's entry trimmed while beta was away
+    client.close()
+    assert SLAY_ID in b.mirrors()
+    b.start()
+    settle(a, b)
+    assert SLAY_ID not in b.mirrors()
+
+
+def test_forgetting_another_computers_session_makes_it_forget_it(computers) -> None:
+    a, b = computers("alpha"), computers("beta")
+    a.add_claude(SLAY, "-Users-chloe-c-slay")
+    a.start()
+    b.start()
+    settle(a, b)
+    report = _forget(b, SLAY_ID[:8])  # asked on beta, which only holds alpha's mirror
+    assert report["forgotten"][0]["computer"] == "alpha" and not report["forgotten"][0]["local"]
+    assert SLAY_ID not in b.mirrors()
+    settle(a, b)
+    assert SLAY_ID not in _sessions(a) and SLAY_ID not in a.mirrors()
+    assert not (a.home / "archive" / "claude" / SLAY_ID).exists()
+    assert json.loads(a.cli("index", "--json").stdout)["sessions"] == 0  # the transcript is still there: skipped
+    assert SLAY_ID not in _sessions(a)
+
+
+def test_redis_away_the_daemon_tells_the_others_later(computers) -> None:
+    a, b = computers("alpha"), computers("beta")
+    a.add_claude(SLAY, "-Users-chloe-c-slay")
+    a.start()
+    b.start()
+    settle(a, b)
+    report = _forget(a, SLAY_ID[:8], MEMEX_REDIS_URL=f"redis://127.0.0.1:{free_port()}/0")
+    assert report["published"] == 0 and "unreachable" in report["note"]
+    assert SLAY_ID in b.mirrors()
+    settle(a, b)  # alpha's daemon reaches Redis: it publishes what the command could not
+    assert SLAY_ID not in b.mirrors()
