@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from memex.config import MIRROR_SEGMENT_CHARS
+from memex.errors import MemexError
 from memex.ingest import mirror_store
 from memex.ingest.mirror_store import MirrorState, Segment, load_state, save_state
 from memex.redact import clear_cut, redact
@@ -169,7 +170,7 @@ def _render(messages: list[list[Any]], offset: int = 0, after: bool = False) -> 
     return "".join(parts), spans
 
 
-class NeedsRebuild(Exception):
+class NeedsRebuild(MemexError):
     """A resumed conversation cannot be finished without the messages its stored mirror cut out."""
 
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from memex.errors import NotRegularFile
+
 FOLDER = "is a folder"
 _KINDS = {
     stat.S_IFIFO: "a FIFO",
@@ -32,10 +34,6 @@ class Skipped:
 
     path: Path
     reason: str
-
-
-class NotRegularFile(OSError):
-    """The path is not a regular file (a FIFO, a device, a socket, a folder)."""
 
 
 def _kind(mode: int) -> str:
