@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from rich.text import Text
 from memex.cli.app import App
 from memex.cli.options import json_option
 from memex.cli.render import styled
+from memex.errors import UserError
 from memex.hooks import installer, log, warm
 
 RUNS_SHOWN = 15
@@ -74,6 +76,13 @@ def install_command(
     """Add memex's hooks to Claude Code's settings (other settings and hooks are left as they are)."""
     change = installer.install(app.config, _target(scope, project_dir, settings_file), command)
     _report(app, change, "installed", as_json)
+    user = installer.settings_path("user")
+    with contextlib.suppress(UserError):
+        if not as_json and installer.plugin_enabled(installer.SettingsFile.read(user).data):
+            app.out.print(
+                "The memex plugin is enabled too: its hooks stand aside for these (no double recall); "
+                "`memex hooks uninstall` hands the work back to it."
+            )
 
 
 @hooks_group.command("uninstall")
@@ -175,9 +184,9 @@ def shutdown_command(app: App) -> None:
 
 
 @click.command("hook", hidden=True, context_settings={"ignore_unknown_options": True})
-@click.argument("event", required=False, default="")
-def hook_command(event: str) -> None:
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def hook_command(args: tuple[str, ...]) -> None:
     """Run one Claude Code hook: the event's JSON on stdin (the `memex` executable takes a faster path)."""
     from memex.hooks.events import main
 
-    sys.exit(main([event] if event else []))
+    sys.exit(main(list(args)))

@@ -380,10 +380,20 @@ def format_output(event: str, text: str) -> str:
     return ""  # Stop, SubagentStop, PreCompact: output there would keep the agent going or be dropped
 
 
+def _answered_in_settings(event: str, payload: dict[str, Any]) -> Path | None:
+    from memex.hooks.installer import answered_in_settings
+
+    cwd = payload.get("cwd")
+    return answered_in_settings(event, Path(cwd) if isinstance(cwd, str) and cwd else None)
+
+
 def run(
-    event: str, stdin: bytes, env: dict[str, str] | None = None, keep_open: bool = False
+    event: str, stdin: bytes, env: dict[str, str] | None = None, keep_open: bool = False, via_plugin: bool = False
 ) -> tuple[str, dict[str, Any]]:
     """Run one hook; returns what to print and the log entry. Never raises.
+
+    `via_plugin`: the handler comes from the Claude Code plugin's `hooks.json`; it stands aside (does
+    nothing, logs why) when memex's handlers in a settings file answer the same event.
 
     `keep_open` leaves the store connection open for a process about to end with `os._exit`: closing the
     last connection to a WAL database checkpoints it (an fsync), which the hook need not wait for; the
@@ -406,6 +416,9 @@ def run(
         home, max_log = config.home, config.hook_log_max_bytes
         if not config.hooks_enabled:
             entry["status"] = "disabled"
+        elif via_plugin and (answered := _answered_in_settings(event, payload)):
+            entry["status"] = "stood aside"
+            entry["detail"] = f"memex hooks in {answered} answer {event}; the plugin's stand aside"
         elif event not in HANDLERS:
             entry["status"] = "unknown event"
         else:
@@ -440,12 +453,14 @@ def main(argv: list[str], fast_exit: bool = False) -> int:
     With `fast_exit` (the `memex` executable) the process ends right after its output with `os._exit`,
     skipping interpreter teardown and the checkpoint of closing the store.
     """
+    from memex.hooks.installer import PLUGIN_FLAG
+
     event = argv[0] if argv else ""
     try:
         stdin = sys.stdin.buffer.read()
     except (OSError, ValueError, AttributeError):
         stdin = b""
-    output, _ = run(event, stdin, keep_open=fast_exit)
+    output, _ = run(event, stdin, keep_open=fast_exit, via_plugin=PLUGIN_FLAG in argv[1:])
     if output:
         with contextlib.suppress(OSError, ValueError):
             sys.stdout.write(output)
