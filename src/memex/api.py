@@ -379,8 +379,8 @@ class Memex:
         self, session_id: str, filters: Filters | None = None, limit: int = 10, progress: ProgressFn | None = None
     ) -> Related:
         """Sessions whose files resemble `session_id`'s most, with the files they share."""
+        from memex.related import related_sessions
         from memex.results import Related
-        from memex.search.related import related_sessions
 
         return Related.from_json(
             related_sessions(self.conn, self.config, session_id, filters or Filters(), limit, progress)
@@ -396,8 +396,8 @@ class Memex:
     ) -> Related:
         """Stretches of `window` turns (default: related_window_turns) in other sessions that worked on the
         files of `session_id`'s last turns."""
+        from memex.related import related_turns
         from memex.results import Related
-        from memex.search.related import related_turns
 
         size = window or self.config.related_window_turns
         found = related_turns(self.conn, self.config, session_id, filters or Filters(), limit, size, progress)
