@@ -17,7 +17,7 @@ from memex.errors import ConfigError
 
 DEFAULT_HOME = Path("~/.local/share/memex")
 # Version of the recipes that turn chunks, turns and sessions into the texts that get embedded
-# (memex.ingest.embed_texts). Bump it when a recipe changes: every vector is then re-embedded lazily.
+# (memex.embed.texts). Bump it when a recipe changes: every vector is then re-embedded lazily.
 EMBED_TEXT_VERSION = 1
 # Version of the recipe that turns a file path into the text its resource vector is computed from, and of
 # the rules saying which mentions count (memex.related.resources). Bump it when either changes:

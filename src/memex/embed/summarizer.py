@@ -15,7 +15,7 @@ import urllib.error
 import urllib.request
 
 from memex.config import Config
-from memex.ingest.embed_texts import bound_text, head_and_tail
+from memex.embed.texts import bound_text, head_and_tail
 from memex.ingest.mirrors import mirror_from_row, redact_mirror
 
 # What the model reads of a session: its conversation's start and end.
