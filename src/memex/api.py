@@ -29,7 +29,7 @@ from memex.store.queries import Filters
 if TYPE_CHECKING:
     from memex.embed.worker import DrainReport
     from memex.ingest.indexer import FileReport, IndexReport
-    from memex.ingest.mirrors import Mirror
+    from memex.mirrors.model import Mirror
     from memex.results import (
         ComputerList,
         ComputerSearch,
@@ -359,14 +359,14 @@ class Memex:
         return is_indexed(self.conn, session_id)
 
     def _stored_mirror(self, session_id: str, prefer: str) -> Mirror | None:
-        from memex.ingest.mirrors import get_mirror
+        from memex.mirrors.build import get_mirror
 
         return get_mirror(self.conn, session_id, prefer)
 
     def _mirror_of(self, session: dict[str, Any]) -> Mirror | None:
         """The mirror of a session indexed here: the stored one of its computer, or built now (a session
         indexed before mirrors existed). The one place this is decided."""
-        from memex.ingest.mirrors import build_mirror
+        from memex.mirrors.build import build_mirror
 
         mirror = self._stored_mirror(session["session_id"], session["computer"])
         if mirror is None or mirror.computer != session["computer"]:

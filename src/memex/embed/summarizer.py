@@ -16,7 +16,8 @@ import urllib.request
 
 from memex.config import Config
 from memex.embed.texts import bound_text, head_and_tail
-from memex.ingest.mirrors import mirror_from_row, redact_mirror
+from memex.mirrors.build import redact_mirror
+from memex.mirrors.model import mirror_from_row
 
 # What the model reads of a session: its conversation's start and end.
 CONVERSATION_CHARS = 8_000

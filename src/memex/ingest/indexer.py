@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memex.config import Config
-from memex.ingest.mirrors import refresh_mirror, sessions_without_mirror
 from memex.ingest.pipeline import (
     IDLE,
     FileReport,
@@ -40,6 +39,7 @@ from memex.ingest.pipeline import (
     parse_stream,
     plan_ingest,
 )
+from memex.mirrors.build import refresh_mirror, sessions_without_mirror
 from memex.sources import ADAPTERS, adapter
 from memex.sources.files import Skipped
 from memex.sources.model import Transcript

@@ -20,7 +20,7 @@ from typing import Any, cast
 
 import redis
 
-from memex.ingest.mirrors import store_mirror
+from memex.mirrors.build import store_mirror
 from memex.store.db import transaction
 from memex.sync.keys import Keys
 from memex.sync.wire import Envelope, WireError, decode

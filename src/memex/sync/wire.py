@@ -15,7 +15,8 @@ from typing import Any
 import orjson
 
 from memex.errors import WireError
-from memex.ingest.mirrors import LABELS, Mirror, redact_mirror
+from memex.mirrors.build import redact_mirror
+from memex.mirrors.model import LABELS, Mirror
 
 # Version of the payload layout; a receiver skips (and acknowledges) payloads of a version it does not know.
 WIRE_FORMAT = 1
