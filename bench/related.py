@@ -37,8 +37,8 @@ from rich.console import Console
 from rich.table import Table
 
 from memex.config import load_config
-from memex.search.related import refresh_patterns, related_sessions, related_turns
-from memex.search.related.resources import counts, embed_resources
+from memex.related import refresh_patterns, related_sessions, related_turns
+from memex.related.resources import counts, embed_resources
 from memex.store.db import connect, transaction
 from memex.store.queries import Filters
 

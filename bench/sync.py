@@ -35,7 +35,8 @@ from rich.table import Table
 
 from memex.config import Config, load_config
 from memex.ingest.indexer import discover, index_transcripts
-from memex.ingest.mirrors import content_hash, mirror_from_row, store_mirror
+from memex.mirrors.build import content_hash, store_mirror
+from memex.mirrors.model import mirror_from_row
 from memex.store.db import connect, transaction
 from memex.sync import outbox
 from memex.sync.daemon import Daemon

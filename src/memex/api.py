@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from memex.archive.reader import ArchiveReader
     from memex.embed.worker import DrainReport
     from memex.ingest.indexer import FileReport, IndexReport
-    from memex.ingest.mirrors import Mirror
+    from memex.mirrors.model import Mirror
     from memex.results import (
         ComputerList,
         ComputerSearch,
@@ -412,14 +412,14 @@ class Memex:
         return is_indexed(self.conn, session_id)
 
     def _stored_mirror(self, session_id: str, prefer: str) -> Mirror | None:
-        from memex.ingest.mirrors import get_mirror
+        from memex.mirrors.build import get_mirror
 
         return get_mirror(self.conn, session_id, prefer)
 
     def _mirror_of(self, session: dict[str, Any]) -> Mirror | None:
         """The mirror of a session indexed here: the stored one of its computer, or built now (a session
         indexed before mirrors existed). The one place this is decided."""
-        from memex.ingest.mirrors import build_mirror
+        from memex.mirrors.build import build_mirror
 
         mirror = self._stored_mirror(session["session_id"], session["computer"])
         if mirror is None or mirror.computer != session["computer"]:
@@ -431,7 +431,7 @@ class Memex:
     def related_ready(self) -> bool:
         """True when find-related has nothing to store first: the vectors of the file paths and the
         sessions' centroids are current (a read-only face can then answer it)."""
-        from memex.search.related.centroids import stale_sessions
+        from memex.related.centroids import stale_sessions
 
         stale, seen, top = stale_sessions(self.conn, self.config.resource_model_version)
         return not stale and top == seen
@@ -447,8 +447,8 @@ class Memex:
         self, session_id: str, filters: Filters | None = None, limit: int = 10, progress: ProgressFn | None = None
     ) -> Related:
         """Sessions whose files resemble `session_id`'s most, with the files they share."""
+        from memex.related import related_sessions
         from memex.results import Related
-        from memex.search.related import related_sessions
 
         return Related.from_json(
             related_sessions(self.conn, self.config, session_id, filters or Filters(), limit, progress)
@@ -464,8 +464,8 @@ class Memex:
     ) -> Related:
         """Stretches of `window` turns (default: related_window_turns) in other sessions that worked on the
         files of `session_id`'s last turns."""
+        from memex.related import related_turns
         from memex.results import Related
-        from memex.search.related import related_turns
 
         size = window or self.config.related_window_turns
         found = related_turns(self.conn, self.config, session_id, filters or Filters(), limit, size, progress)

@@ -17,10 +17,10 @@ from memex.errors import ConfigError
 
 DEFAULT_HOME = Path("~/.local/share/memex")
 # Version of the recipes that turn chunks, turns and sessions into the texts that get embedded
-# (memex.ingest.embed_texts). Bump it when a recipe changes: every vector is then re-embedded lazily.
+# (memex.embed.texts). Bump it when a recipe changes: every vector is then re-embedded lazily.
 EMBED_TEXT_VERSION = 1
 # Version of the recipe that turns a file path into the text its resource vector is computed from, and of
-# the rules saying which mentions count (memex.search.related.resources). Bump it when either changes:
+# the rules saying which mentions count (memex.related.resources). Bump it when either changes:
 # every path is then re-embedded, and every centroid recomputed, lazily on the next `memex find-related`.
 RESOURCE_TEXT_VERSION = 1
 # A mirror's conversation is stored and full-text indexed in segments of at least this many characters
@@ -163,7 +163,7 @@ class SearchSettings:
 
 @dataclass(frozen=True, kw_only=True)
 class RelatedSettings:
-    """find-related: access patterns (memex.search.related)."""
+    """find-related: access patterns (memex.related)."""
 
     # A file a turn changed weighs this many times a file it only read, searched through a shell, or
     # that the user @-mentioned: the files a stretch of work edits say more about it than those it looked

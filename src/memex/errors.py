@@ -1,4 +1,20 @@
-"""The short hierarchy of errors memex raises; the CLI turns each into one clear line."""
+"""The one tree of errors memex raises: every one derives from `MemexError`, and the CLI turns each into one
+clear line (its `exit_code`: 1 something failed, 2 the request cannot be done as asked).
+
+    MemexError
+    ├── UserError                 a bad argument, an unknown session…
+    │   ├── ConfigError           the configuration file or an environment override is invalid
+    │   └── UnknownComputer       no computer of that name announced itself
+    ├── StoreError                the database cannot be opened or used
+    ├── EmbedBusy                 another process drains this store's embedding queue
+    ├── EmbedderUnavailable       the embedding model cannot be loaded (search falls back to lexical)
+    ├── RemoteError               another computer's API could not answer
+    │   ├── Unreachable, Refused, NotThere
+    ├── ApiFailure                what the HTTP API answers with an error status
+    ├── WireError (ValueError)    a payload that cannot be read as a mirror
+    ├── ChatTooLarge (ValueError) a chat kept as one JSON document is over max_line_bytes
+    └── NotRegularFile (OSError)  a path that is not a regular file
+"""
 
 
 class MemexError(Exception):
@@ -19,3 +35,55 @@ class ConfigError(UserError):
 
 class StoreError(MemexError):
     """The database cannot be opened or used."""
+
+
+class UnknownComputer(UserError):
+    """No computer of that name ever announced itself (or it announced no API address)."""
+
+
+class EmbedBusy(MemexError):
+    """Another process is draining the queue of this store."""
+
+
+class EmbedderUnavailable(MemexError):
+    """The configured embedding model cannot be loaded (search falls back to lexical)."""
+
+
+class RemoteError(MemexError):
+    """Another computer's API could not answer."""
+
+
+class Unreachable(RemoteError):
+    """No answer: the computer is off, its daemon is not running, or the address is wrong."""
+
+
+class Refused(RemoteError):
+    """The computer refused the token (the computers do not share the same `api_token`)."""
+
+    exit_code = 2
+
+
+class NotThere(RemoteError):
+    """The computer answered that it does not have what was asked."""
+
+    exit_code = 2
+
+
+class ApiFailure(MemexError):
+    """A request the HTTP API answers with an error status and a one-line message."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class WireError(MemexError, ValueError):
+    """A payload that cannot be read as a mirror."""
+
+
+class ChatTooLarge(MemexError, ValueError):
+    """A chat kept as one JSON document is larger than `max_line_bytes`."""
+
+
+class NotRegularFile(MemexError, OSError):
+    """The path is not a regular file (a FIFO, a device, a socket, a folder)."""

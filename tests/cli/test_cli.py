@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from corpus import CODEX, GEMINI, MISC, SLAY, USAGE_ONLY
-from memex.ingest.mirrors import Mirror, content_hash, store_mirror
+from memex.mirrors.build import content_hash, store_mirror
+from memex.mirrors.model import Mirror
 from memex.store.db import transaction
 from transcripts import ClaudeSession, simple_turn, text, tool_use
 

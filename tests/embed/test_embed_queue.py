@@ -19,8 +19,8 @@ import pytest
 from corpus import SLAY
 from memex.config import Config, load_config
 from memex.embed.model import load_embedder
+from memex.embed.texts import MAX_RUN_CHARS, bound_text, turn_embed_text
 from memex.embed.worker import EmbedBusy, drain, pending_count, retry_errors, worker_lock
-from memex.ingest.embed_texts import MAX_RUN_CHARS, bound_text, turn_embed_text
 from memex.ingest.indexer import discover, index_transcripts
 from memex.store.db import connect, transaction
 from transcripts import ClaudeSession, simple_turn
@@ -91,7 +91,7 @@ def test_session_vector_reads_the_extractive_summary(conn, config, tmp_path: Pat
     simple_turn(session, "thanks, now add a test", "Added test_discount_before_tax in tests/test_cart.py.")
     session.write(session.pr_link(42))
     _index(conn, config, session.path.parent)
-    from memex.ingest.embed_texts import session_summary
+    from memex.embed.texts import session_summary
 
     mirror_id = conn.execute("SELECT id FROM mirrors").fetchone()[0]
     summary = session_summary(conn, mirror_id, config)

@@ -14,8 +14,8 @@ import pytest
 
 from memex.config import load_config
 from memex.embed.model import load_embedder
+from memex.embed.texts import session_summary
 from memex.embed.worker import drain, worker_lock
-from memex.ingest.embed_texts import session_summary
 from memex.ingest.indexer import discover, index_transcripts
 from transcripts import ClaudeSession, simple_turn
 

@@ -90,7 +90,7 @@ def test_planted_secrets_are_absent_on_b(computers, redis_url: str, prefix: str)
 
     # Nor in what A's API answers (search and mirror); the raw transcript is the user's own file, as it is.
     assert a.daemon is not None and a.daemon.api is not None
-    api = ApiClient(a.daemon.api.url, TOKEN, timeout=10)
+    api = ApiClient(a.daemon.api.url, TOKEN, timeout=120)  # the first search loads the model
     assert_clean(json.dumps(api.search("pangolin", 10)))
     assert_clean(json.dumps(api.mirror(SESSION_ID)))
     assert GITHUB.encode() in b"".join(api.raw(SESSION_ID))

@@ -8,7 +8,8 @@ import zlib
 import orjson
 import pytest
 
-from memex.ingest.mirrors import Mirror, _render, content_hash
+from memex.mirrors.build import _render, content_hash
+from memex.mirrors.model import Mirror
 from memex.sync.wire import WireError, decode, encode, prepare, redact_mirror
 
 SECRET = "ghp_" + "a1B2c3D4e5" * 4

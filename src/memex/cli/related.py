@@ -16,9 +16,9 @@ from memex.cli.app import App
 from memex.cli.options import build_filters, filter_options, json_option
 from memex.cli.render import count_progress, project_name, short_time, subagent_label
 from memex.errors import UserError
+from memex.related.centroids import stale_sessions
+from memex.related.resources import ProgressFn
 from memex.results import Related
-from memex.search.related.centroids import stale_sessions
-from memex.search.related.resources import ProgressFn
 from memex.store.db import store_writable
 from memex.textutil import shorten
 

@@ -15,7 +15,7 @@ from rich.text import Text
 from memex.cli.app import App
 from memex.cli.options import json_option
 from memex.cli.render import project_name, short_time, subagent_label
-from memex.ingest.mirrors import LABELS
+from memex.mirrors.model import LABELS
 from memex.sources import ADAPTERS
 
 _LABEL = re.compile(r"^(User \(next\)|User|Assistant|Compaction summary):", re.MULTILINE)

@@ -11,13 +11,9 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from memex.errors import MemexError
+from memex.errors import EmbedBusy
 
 LOCK_FILE = "embed.lock"
-
-
-class EmbedBusy(MemexError):
-    """Another process is draining the queue of this store."""
 
 
 @contextlib.contextmanager

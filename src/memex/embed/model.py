@@ -12,16 +12,12 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from memex.config import Config
-from memex.errors import MemexError
+from memex.errors import EmbedderUnavailable
 
 if TYPE_CHECKING:
     import numpy as np
 
 T = TypeVar("T")
-
-
-class EmbedderUnavailable(MemexError):
-    """The configured embedding model cannot be loaded (search falls back to lexical)."""
 
 
 class Embedder(Protocol):

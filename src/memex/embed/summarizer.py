@@ -13,8 +13,9 @@ import os
 import sqlite3
 
 from memex.config import Config
-from memex.ingest.embed_texts import bound_text, head_and_tail
-from memex.ingest.mirrors import mirror_from_row, redact_mirror
+from memex.embed.texts import bound_text, head_and_tail
+from memex.mirrors.build import redact_mirror
+from memex.mirrors.model import mirror_from_row
 
 # What the model reads of a session: its conversation's start and end.
 CONVERSATION_CHARS = 8_000

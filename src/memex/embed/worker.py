@@ -20,7 +20,7 @@ from memex.config import Config
 from memex.embed.lock import EmbedBusy, worker_lock
 from memex.embed.model import Embedder, load_embedder
 from memex.embed.summarizer import llm_summaries
-from memex.ingest.embed_texts import LEVELS, embed_texts, text_hash
+from memex.embed.texts import LEVELS, embed_texts, text_hash
 from memex.store.db import transaction
 
 # A batch is stored once its texts are embedded or after this many seconds of embedding, whichever comes

@@ -98,7 +98,8 @@ def _pending_bytes(conn: Any, transcript: Any) -> int | None:
         stat = transcript.path.stat()
     except FileNotFoundError:
         return None
-    from memex.store.queries import ingest_mark, is_forgotten
+    from memex.store.forget import is_forgotten
+    from memex.store.queries import ingest_mark
 
     if is_forgotten(conn, transcript.session_id):
         return None  # `memex forget`: never indexed again

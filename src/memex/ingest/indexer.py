@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from memex.config import Config
-from memex.ingest.mirrors import refresh_mirror, sessions_without_mirror
 from memex.ingest.pipeline import (
     IDLE,
     FileReport,
@@ -41,6 +40,7 @@ from memex.ingest.pipeline import (
     plan_ingest,
 )
 from memex.ingest.state import StoredStream, stored_streams
+from memex.mirrors.build import refresh_mirror, sessions_without_mirror
 from memex.sources import ADAPTERS, adapter
 from memex.sources.files import Skipped
 from memex.sources.locations import agent_roots

@@ -24,10 +24,10 @@ from pathlib import Path
 from memex.config import Config
 from memex.errors import StoreError
 from memex.ingest.chunks import chunk_text
-from memex.ingest.mirrors import refresh_mirror
 from memex.ingest.prs import pull_requests
 from memex.ingest.state import StreamState, file_checks, is_append_of, load_state, save_state
 from memex.ingest.turns import Turn, TurnBuilder
+from memex.mirrors.build import refresh_mirror
 from memex.sources import fingerprint, is_incremental, is_synthetic, stream_entries
 from memex.sources.files import open_regular, reason_of, safe_resolve
 from memex.sources.model import BadLine, Entry, Transcript

@@ -20,10 +20,10 @@ import numpy as np
 
 from memex.config import Config
 from memex.embed.model import Embedder, EmbedderUnavailable, backend_of, load_embedder
+from memex.mirrors.search import excerpt, mirror_hits, search_mirrors
 from memex.search.anchors import semantic_floor
 from memex.search.highlight import spans_json
 from memex.search.lexical import chunk_texts, search_chunks
-from memex.search.mirrors import excerpt, mirror_hits, search_mirrors
 from memex.search.vector import Neighbour, VectorIndex, vector_index
 from memex.store.queries import Filters, turns_by_ids, where
 

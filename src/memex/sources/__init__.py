@@ -1,8 +1,8 @@
 """Source adapters, one per agent: find transcripts and turn their records into normalised entries.
 
-Each adapter module offers `discover(roots) -> list[Transcript]`, `subagent_transcripts(path)` and
-`read_entries(path, start_offset, start_line)` yielding `(RawLine, Entry | BadLine | None)`. A module
-that sets `INCREMENTAL = False` is re-read whole whenever its file changes (its offsets are ignored).
+Each adapter is a module satisfying `sources.adapter.SourceAdapter` (`AGENT`, `INCREMENTAL`, `discover`,
+`classify`, `subagent_transcripts`, `read_entries`), registered in `ADAPTERS`. A module with
+`INCREMENTAL = False` is re-read whole whenever its file changes (its offsets are ignored).
 
 Every adapter sees the same folders when paths are given by hand, so each claims only its own files.
 
@@ -18,13 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
+from typing import Any, cast
 
 from memex.sources import aider, claude, cline, codex, copilot, cursor, gemini, kimi, opencode, pi, qwen, roo
+from memex.sources.adapter import SourceAdapter
 from memex.sources.jsonl import DEFAULT_MAX_LINE_BYTES, RawLine
 from memex.sources.model import BadLine, Entry, Transcript
 
-ADAPTERS: dict[str, ModuleType] = {
+ADAPTERS: dict[str, SourceAdapter] = {
     "claude": claude,
     "codex": codex,
     "gemini": gemini,
@@ -40,7 +41,7 @@ ADAPTERS: dict[str, ModuleType] = {
 }
 
 
-def adapter(agent: str) -> ModuleType:
+def adapter(agent: str) -> SourceAdapter:
     """The source adapter module of `agent`."""
     return ADAPTERS[agent]
 
@@ -64,10 +65,10 @@ def fingerprint(transcript: Transcript) -> tuple[int, int]:
     """(size, mtime_ns) of a transcript: its file's, or what its adapter says of a synthetic one. Raises
     FileNotFoundError when it is gone, OSError when it cannot be read."""
     if is_synthetic(transcript):
-        found = ADAPTERS[transcript.agent].fingerprint(transcript.path)
+        found = cast(Any, ADAPTERS[transcript.agent]).fingerprint(transcript.path)
         if found is None:
             raise FileNotFoundError(str(transcript.path))
-        return found
+        return (int(found[0]), int(found[1]))
     stat = transcript.read_path.stat()
     return stat.st_size, stat.st_mtime_ns
 
@@ -99,9 +100,9 @@ def split_synthetic(path: Path) -> tuple[Path, str]:
 def raw_transcript(agent: str, path: Path) -> Iterator[bytes]:
     """The transcript as the agent wrote it: the file's bytes, or (a session in a database) its records as
     JSON lines. Raises FileNotFoundError when it is not on this computer."""
-    source = ADAPTERS.get(agent)
-    if source is not None and hasattr(source, "raw_records") and "#" in path.name:
-        return source.raw_records(path)
+    records = getattr(ADAPTERS.get(agent), "raw_records", None)
+    if records is not None and "#" in path.name:
+        return iter(records(path))
     if not path.is_file():
         raise FileNotFoundError(str(path))
     return _file_blocks(path)

@@ -18,6 +18,7 @@ from memex.sources.model import BadLine, Block, Entry, ToolUse, Transcript
 from memex.textutil import normalize_timestamp, strip_system_reminders
 
 AGENT = "claude"
+INCREMENTAL = True  # transcripts only grow: an ingest resumes where the last one stopped
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
 # Subagent files that are not conversations worth recalling: compaction runs and prompt suggestions
 # (`agent-acompact-<hex>`, `agent-aprompt_suggestion-<hex>`; earlier `agent-prompt_suggestion-<hex>`).

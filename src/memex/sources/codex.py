@@ -37,6 +37,7 @@ from memex.sources.shell import command_text, patch_paths, resolve, shell_paths
 from memex.textutil import normalize_timestamp
 
 AGENT = "codex"
+INCREMENTAL = True  # transcripts only grow: an ingest resumes where the last one stopped
 WRAPPED_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
 # Bytes of a file's first line read to recognise a rollout (a session_meta line carries the whole
 # instructions text and can be long; its recognisable keys come first).

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from memex.errors import NotRegularFile
+
 FOLDER = "is a folder"
 _KINDS = {
     stat.S_IFIFO: "a FIFO",
@@ -33,10 +35,6 @@ class Skipped:
 
     path: Path
     reason: str
-
-
-class NotRegularFile(OSError):
-    """The path is not a regular file (a FIFO, a device, a socket, a folder)."""
 
 
 def _kind(mode: int) -> str:

@@ -33,6 +33,7 @@ from typing import Any
 
 import orjson
 
+from memex.errors import ChatTooLarge
 from memex.sources.files import Skipped, candidates, open_regular, problem, real_path
 from memex.sources.guard import checked, guarded
 from memex.sources.injected import AgentReport, gemini_is_injected
@@ -229,10 +230,6 @@ def _checkpoint(listed: list[Any], records: dict[str, Any]) -> dict[str, Any]:
         records.setdefault(message_id, message)
         messages[message_id] = records[message_id]
     return messages
-
-
-class ChatTooLarge(ValueError):
-    """A chat kept as one JSON document is larger than `max_line_bytes`."""
 
 
 def _read_whole(path: Path, max_line_bytes: int, empty_if_larger: bool = False) -> bytes:

@@ -455,8 +455,3 @@ def known_projects(conn: sqlite3.Connection) -> list[str]:
     """Every project folder of an indexed session (where Aider and SpecStory keep their histories)."""
     rows = conn.execute("SELECT DISTINCT project_dir FROM sessions WHERE project_dir IS NOT NULL ORDER BY 1")
     return [row[0] for row in rows]
-
-
-def is_forgotten(conn: sqlite3.Connection, session_id: str) -> bool:
-    """True when `memex forget` removed the session: it is never indexed again."""
-    return conn.execute("SELECT 1 FROM forgotten WHERE session_id = ? LIMIT 1", (session_id,)).fetchone() is not None

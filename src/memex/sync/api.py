@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from memex.api import Memex
 from memex.config import Config
-from memex.errors import UserError
+from memex.errors import ApiFailure, UserError
 from memex.store.queries import Filters
 
 if TYPE_CHECKING:
@@ -40,14 +40,6 @@ MAX_LIMIT = 100
 # time that nobody asked for.
 MAX_QUERY_CHARS = 1000
 SEARCH_PARAMETERS = ("q", "limit", "agent", "project", "since", "until", "session")
-
-
-class ApiFailure(Exception):
-    """A request the API answers with an error status and a one-line message."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def parse_address(address: str) -> tuple[str, int]:

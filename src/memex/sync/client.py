@@ -14,29 +14,9 @@ from urllib.parse import quote, urlencode, urlsplit
 
 import orjson
 
-from memex.errors import MemexError
+from memex.errors import NotThere, Refused, RemoteError, Unreachable
 
 STREAM_BLOCK = 1 << 16
-
-
-class RemoteError(MemexError):
-    """Another computer's API could not answer."""
-
-
-class Unreachable(RemoteError):
-    """No answer: the computer is off, its daemon is not running, or the address is wrong."""
-
-
-class Refused(RemoteError):
-    """The computer refused the token (the computers do not share the same `api_token`)."""
-
-    exit_code = 2
-
-
-class NotThere(RemoteError):
-    """The computer answered that it does not have what was asked."""
-
-    exit_code = 2
 
 
 class ApiClient:

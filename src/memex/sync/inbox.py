@@ -21,7 +21,7 @@ from typing import Any, cast
 import redis
 
 from memex.config import Config
-from memex.ingest.mirrors import store_mirror
+from memex.mirrors.build import store_mirror
 from memex.store.db import transaction
 from memex.store.forget import is_forgotten
 from memex.sync import forgets

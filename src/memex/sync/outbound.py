@@ -11,10 +11,11 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from memex.ingest.mirrors import mirror_from_row, redact_mirror
+from memex.mirrors.build import redact_mirror
+from memex.mirrors.model import mirror_from_row
+from memex.mirrors.search import excerpt, message_context
 from memex.redact import redact, redact_slice
 from memex.search.highlight import spans_json
-from memex.search.mirrors import excerpt, message_context
 
 # Whole texts of a hit, redacted as they are.
 _WHOLE_FIELDS = ("prompt_text", "title", "tool_summary")

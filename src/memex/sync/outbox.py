@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 import redis
 
-from memex.ingest.mirrors import mirror_from_row
+from memex.mirrors.model import mirror_from_row
 from memex.store.db import transaction
 from memex.sync import wire
 from memex.sync.keys import Keys

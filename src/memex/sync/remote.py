@@ -13,7 +13,7 @@ from typing import Any
 import redis
 
 from memex.config import Config
-from memex.errors import UserError
+from memex.errors import UnknownComputer
 from memex.store.queries import Filters
 from memex.sync.client import ApiClient
 from memex.sync.heartbeat import ComputerInfo, registry, remembered
@@ -23,10 +23,6 @@ from memex.sync.token import read_token
 
 # The CLI gives Redis this long to answer before using the store's copy of the registry.
 REGISTRY_TIMEOUT_S = 1.5
-
-
-class UnknownComputer(UserError):
-    """No computer of that name ever announced itself."""
 
 
 def known_computers(config: Config, conn: sqlite3.Connection | None) -> tuple[list[ComputerInfo], str | None]:

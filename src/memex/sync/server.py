@@ -146,7 +146,7 @@ def _json(status: int, value: Any) -> Response:
     return Response(orjson.dumps(value, default=str), status, headers, media_type="application/json")
 
 
-class _Truncated(Exception):
+class _Truncated(MemexError):
     """A transcript shrank while it was sent: the length announced cannot be kept."""
 
 
@@ -213,7 +213,9 @@ class _Routes:
             try:
                 with self.readers.borrow() as conn:
                     return work(conn)
-            except MemexError as exc:
+            except ApiFailure:
+                raise
+            except MemexError as exc:  # the store cannot be read now
                 raise ApiFailure(503, str(exc)) from None
 
         async with self.workers:

@@ -14,17 +14,15 @@ from typing import Any
 
 import orjson
 
-from memex.ingest.mirrors import LABELS, Mirror, redact_mirror
+from memex.errors import WireError
+from memex.mirrors.build import redact_mirror
+from memex.mirrors.model import LABELS, Mirror
 
 # Version of the payload layout; a receiver skips (and acknowledges) payloads of a version it does not know.
 WIRE_FORMAT = 1
 # Conversation text compresses 3–5×: less memory in Redis and less to carry.
 ZLIB_LEVEL = 6
 _REQUIRED = ("session_id", "computer", "agent", "conversation_text", "content_hash", "updated_at")
-
-
-class WireError(ValueError):
-    """A payload that cannot be read as a mirror."""
 
 
 __all__ = ["WIRE_FORMAT", "Envelope", "WireError", "decode", "encode", "prepare", "redact_mirror"]

@@ -16,10 +16,10 @@ import memex.config
 from corpus import CODEX_SHORT, FIXTURES
 from memex.config import Config
 from memex.ingest.indexer import discover, index_transcripts
-from memex.search.related import refresh_patterns, related_sessions, related_turns
-from memex.search.related.centroids import compute_centroids
-from memex.search.related.resources import counts, resource_text
-from memex.search.related.windows import best_windows
+from memex.related import refresh_patterns, related_sessions, related_turns
+from memex.related.centroids import compute_centroids
+from memex.related.resources import counts, resource_text
+from memex.related.windows import best_windows
 from memex.store.db import transaction
 from memex.store.queries import Filters
 from transcripts import ClaudeSession, files_turn, simple_turn

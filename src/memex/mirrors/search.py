@@ -10,7 +10,7 @@ import re
 import sqlite3
 from typing import Any
 
-from memex.ingest.mirrors import LABELS, mirror_from_row
+from memex.mirrors.model import LABELS, mirror_from_row
 from memex.search.highlight import spans_json
 from memex.search.lexical import _words, fts_terms
 from memex.store.queries import Filters, where

@@ -1,6 +1,6 @@
 """find-related: the sessions and the stretches of turns that worked on the same files as a given session.
 
-Both rank by cosine similarity of access-pattern centroids (memex.search.related.centroids), refreshed
+Both rank by cosine similarity of access-pattern centroids (memex.related.centroids), refreshed
 first. `related_sessions` compares session centroids. `related_turns` works in two stages: stage 1 keeps the
 `related_candidate_sessions` sessions whose centroid is nearest to what the session is doing now (the mean
 of its last N turn centroids); stage 2 slides a window of N consecutive turn centroids over each candidate
@@ -19,9 +19,9 @@ import numpy as np
 
 from memex.config import Config
 from memex.errors import UserError
-from memex.search.related.centroids import refresh_patterns
-from memex.search.related.resources import ProgressFn, counted_tools_sql, json_list, weight_sql
-from memex.search.related.windows import best_windows, mean_direction
+from memex.related.centroids import refresh_patterns
+from memex.related.resources import ProgressFn, counted_tools_sql, json_list, weight_sql
+from memex.related.windows import best_windows, mean_direction
 from memex.store.queries import Filters, turns_by_ids, where
 from memex.textutil import shorten
 

@@ -6,10 +6,11 @@ from pathlib import Path
 
 from corpus import CODEX_ABORTED, GEMINI, GEMINI_JSONL, GEMINI_LEGACY, SLAY
 from memex.config import Config
-from memex.ingest import mirrors
 from memex.ingest.indexer import discover, index_transcripts
-from memex.ingest.mirrors import Mirror, build_mirror, get_mirror, store_mirror
 from memex.ingest.pipeline import ingest_transcript
+from memex.mirrors import build as mirrors
+from memex.mirrors.build import build_mirror, get_mirror, store_mirror
+from memex.mirrors.model import Mirror
 from memex.sources import claude, codex, gemini
 from transcripts import ClaudeSession, simple_turn, text, thinking, tool_use
 

@@ -17,11 +17,13 @@ import pytest
 
 from corpus import CODEX_ABORTED, CODEX_SHORT, HILLVIEW, MISC, SLAY
 from memex.config import Config, load_config
-from memex.ingest import mirror_store, mirrors, pipeline
-from memex.ingest.mirror_store import cut_segments
-from memex.ingest.mirrors import build_mirror, get_mirror
+from memex.ingest import pipeline
 from memex.ingest.pipeline import ingest_transcript
-from memex.search.mirrors import search_mirrors
+from memex.mirrors import build as mirrors
+from memex.mirrors import segments as mirror_store
+from memex.mirrors.build import build_mirror, get_mirror
+from memex.mirrors.search import search_mirrors
+from memex.mirrors.segments import cut_segments
 from memex.sources import claude, codex
 from memex.store.db import connect
 from memex.store.migrations import MIGRATIONS

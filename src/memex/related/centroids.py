@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from memex.config import Config
-from memex.search.related.resources import (
+from memex.related.resources import (
     ProgressFn,
     counted_tools_sql,
     counts,

@@ -9,7 +9,7 @@ never has to parse the text back.
 
 A session that grew is not read again from its start: `mirror_state` keeps how far the conversation had
 got at the session's resume line (the entries before it never change on an append), so the next ingest
-reads only the entries after it and writes only the segments of the text that changed (`mirror_store`).
+reads only the entries after it and writes only the segments of the text that changed (`mirrors.segments`).
 The result is the mirror a rebuild from every entry gives, to the character.
 """
 
@@ -25,15 +25,16 @@ from typing import Any
 import orjson
 
 from memex.config import MIRROR_SEGMENT_CHARS
-from memex.ingest import mirror_store
-from memex.ingest.mirror_store import MirrorState, Segment, load_state, save_state
+from memex.errors import MemexError
+from memex.mirrors import segments
+from memex.mirrors.model import LABELS, Mirror, mirror_from_row
+from memex.mirrors.segments import MirrorState, Segment, load_state, save_state
 from memex.redact import clear_cut, redact
 from memex.textutil import fts_text, strip_system_reminders
 
 MIRROR_FORMAT = 1
 # What a stored mirror depends on besides the entries: a resume state made with another recipe is not used.
 RECIPE = f"{MIRROR_FORMAT}/{MIRROR_SEGMENT_CHARS}"
-LABELS = {"user": "User", "assistant": "Assistant", "summary": "Compaction summary"}
 _ROLES = {"prompt": "user", "assistant": "assistant", "compact_summary": "summary"}
 # One pasted log or generated file must not become most of a mirror (they travel between computers):
 # a message keeps its first 20,000 characters, and a mirror its first and last 1,000,000.
@@ -45,29 +46,6 @@ _ROWS = (
     "AND kind IN ('prompt', 'assistant', 'compact_summary') AND text IS NOT NULL AND line_index >= ? "
     "ORDER BY line_index"
 )
-
-
-@dataclass
-class Mirror:
-    """One session's mirror, ready to store (or as read back)."""
-
-    session_id: str
-    computer: str
-    agent: str
-    project: str | None
-    title: str | None
-    timestamp_start: str | None
-    timestamp_end: str | None
-    conversation_text: str
-    metadata: dict[str, Any] = field(default_factory=dict)
-    content_hash: str = ""
-
-    def messages(self) -> list[dict[str, Any]]:
-        """The conversation as a list of {role, text, timestamp}."""
-        return [
-            {"role": role, "text": self.conversation_text[start:end], "timestamp": timestamp}
-            for role, start, end, timestamp in self.metadata.get("messages", [])
-        ]
 
 
 def _now() -> str:
@@ -169,7 +147,7 @@ def _render(messages: list[list[Any]], offset: int = 0, after: bool = False) -> 
     return "".join(parts), spans
 
 
-class NeedsRebuild(Exception):
+class NeedsRebuild(MemexError):
     """A resumed conversation cannot be finished without the messages its stored mirror cut out."""
 
 
@@ -215,11 +193,11 @@ def _record_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
 
 def content_hash(mirror: Mirror, digests: list[str] | None = None) -> str:
     """A digest of everything a mirror says (its computer and session id aside). Its text and message
-    spans count through the digests of its segments (`mirror_store`), which a mirror that grew already
+    spans count through the digests of its segments (`mirrors.segments`), which a mirror that grew already
     has for most of it."""
     if digests is None:
         spans = mirror.metadata.get("messages", [])
-        digests = [str(s.digest) for s in mirror_store.cut_segments(mirror.conversation_text, 0, spans)]
+        digests = [str(s.digest) for s in segments.cut_segments(mirror.conversation_text, 0, spans)]
     payload = orjson.dumps(
         [
             mirror.agent,
@@ -275,7 +253,7 @@ def _stored(conn: sqlite3.Connection, session: sqlite3.Row) -> _Stored:
     ).fetchone()
     if row is None:
         return _Stored()
-    return _Stored(row["id"], row["content_hash"], mirror_store.stored_segments(conn, row["id"]))
+    return _Stored(row["id"], row["content_hash"], segments.stored_segments(conn, row["id"]))
 
 
 def _shell(conn: sqlite3.Connection, session: sqlite3.Row, text: str, spans: list[list[Any]]) -> Mirror:
@@ -369,8 +347,8 @@ def _resume(state: MirrorState, stored: _Stored) -> Conversation | None:
 def _stored_messages(conn: sqlite3.Connection, stored: _Stored, state: MirrorState) -> list[Any]:
     """The stored mirror's messages up to the state's last one (cut back to its length then). Of a cut
     mirror: its first half, a Gap, and the messages of its last half up to there."""
-    spans: list[Any] = mirror_store.stored_spans(conn, stored.segments)
-    text = mirror_store.stored_text(conn, stored.segments)
+    spans: list[Any] = segments.stored_spans(conn, stored.segments)
+    text = segments.stored_text(conn, stored.segments)
     if state.head is None:
         spans = spans[: state.messages]
     else:
@@ -467,7 +445,7 @@ def _put(
             updated_at or _now(),
         ),
     ).fetchone()[0]
-    mirror_store.write_segments(conn, mirror_id, stored, kept, fresh, _fts_title(mirror.title))
+    segments.write_segments(conn, mirror_id, stored, kept, fresh, _fts_title(mirror.title))
 
 
 def store_mirror(conn: sqlite3.Connection, mirror: Mirror, updated_at: str | None = None) -> bool:
@@ -478,9 +456,9 @@ def store_mirror(conn: sqlite3.Connection, mirror: Mirror, updated_at: str | Non
     ).fetchone()
     if row is not None and row["content_hash"] == mirror.content_hash:
         return False
-    stored = mirror_store.stored_segments(conn, row["id"] if row else None)
+    stored = segments.stored_segments(conn, row["id"] if row else None)
     spans = mirror.metadata.get("messages", [])
-    kept, fresh = mirror_store.splice(conn, stored, 0, mirror.conversation_text, spans)
+    kept, fresh = segments.splice(conn, stored, 0, mirror.conversation_text, spans)
     _put(conn, mirror, stored, kept, fresh, updated_at)
     return True
 
@@ -493,7 +471,7 @@ def _write(conn: sqlite3.Connection, stored: _Stored, build: _Build) -> bool:
         return stored.id is not None
     mirror = build.mirror
     spans = mirror.metadata["messages"]
-    kept, fresh = mirror_store.splice(conn, stored.segments, build.cut, mirror.conversation_text, spans, build.frozen)
+    kept, fresh = segments.splice(conn, stored.segments, build.cut, mirror.conversation_text, spans, build.frozen)
     mirror.content_hash = content_hash(mirror, [str(s.digest) for s in [*stored.segments[:kept], *fresh]])
     build.state.content_hash = mirror.content_hash
     if mirror.content_hash == stored.content_hash:
@@ -572,18 +550,3 @@ def get_mirror(conn: sqlite3.Connection, session_id: str, computer: str | None =
         (session_id, computer or ""),
     ).fetchone()
     return mirror_from_row(row) if row else None
-
-
-def mirror_from_row(row: sqlite3.Row) -> Mirror:
-    return Mirror(
-        session_id=row["session_id"],
-        computer=row["computer"],
-        agent=row["agent"],
-        project=row["project"],
-        title=row["title"],
-        timestamp_start=row["timestamp_start"],
-        timestamp_end=row["timestamp_end"],
-        conversation_text=row["conversation_text"],
-        metadata=orjson.loads(row["metadata"]),
-        content_hash=row["content_hash"],
-    )
