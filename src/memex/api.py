@@ -31,6 +31,7 @@ from memex.store.queries import Filters
 if TYPE_CHECKING:
     from memex.archive.reader import ArchiveReader
     from memex.embed.worker import DrainReport
+    from memex.forget import ForgetReport
     from memex.ingest.indexer import FileReport, IndexReport
     from memex.mirrors.model import Mirror
     from memex.results import (
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
     )
     from memex.sources.files import Skipped
     from memex.sources.model import Transcript
+    from memex.store.forget import Target
+    from memex.sync.heartbeat import ComputerInfo
 
 ProgressFn = Callable[[int, int], None]
 
@@ -480,6 +483,57 @@ class Memex:
         from memex.store.queries import statistics
 
         return Stats(**statistics(self.conn, self.config.db_path), **archive_statistics(self.conn))
+
+    # --- forgetting -----------------------------------------------------------------------------------
+
+    def forget_targets(
+        self,
+        sessions: Sequence[str] = (),
+        project: str | None = None,
+        before: str | None = None,
+        agent: str | None = None,
+    ) -> list[Target]:
+        """The sessions `forget` would remove: those named (ids or unique prefixes) that also meet every
+        criterion given (project folder or name, started before a date, agent)."""
+        from memex.store.forget import choose
+        from memex.textutil import parse_when
+
+        try:
+            cutoff = parse_when(before) if before else None
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+        ids = [self.resolve_session(prefix) for prefix in sessions]
+        return choose(self.conn, ids, project, cutoff, agent)
+
+    def forget(self, targets: list[Target]) -> tuple[ForgetReport, int, str | None]:
+        """Forget `targets` for good (rows, vectors, mirrors, archived copies; a tombstone keeps re-indexing
+        from bringing them back) and tell the other computers at once: (report, forgettings published, why
+        not yet when Redis could not be told; the daemon tells them later)."""
+        from memex.forget import forget
+        from memex.sync.forgets import publish_now
+
+        report = forget(self.conn, self.config, targets)
+        published, problem = publish_now(self.conn, self.config)
+        return report, published, problem
+
+    def computer_to_forget(self, name: str) -> tuple[ComputerInfo | None, int]:
+        """What is known here of computer `name`: its registry entry (None when it never announced itself)
+        and how many of its mirrors this computer holds."""
+        from memex.store.queries import mirror_count
+        from memex.sync.remote import known_computers
+
+        found, _ = known_computers(self.config, self.conn)
+        return next((c for c in found if c.computer == name), None), mirror_count(self.conn, name)
+
+    def forget_computer(self, name: str) -> tuple[int, int, str | None]:
+        """Retire computer `name`: its mirrors and registry entry go here and on the other computers:
+        (mirrors dropped, forgettings published, why not yet)."""
+        from memex.computers import forget_computer
+        from memex.sync.forgets import publish_now
+
+        dropped = forget_computer(self.conn, self.config, name)
+        published, problem = publish_now(self.conn, self.config)
+        return dropped, published, problem
 
     def follow_rename(self) -> dict[str, int]:
         """Move the local sessions stored under earlier names of this computer to its current name

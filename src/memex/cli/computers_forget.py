@@ -20,14 +20,8 @@ def forget_computer_command(app: App, name: str, yes: bool, as_json: bool) -> No
     other computers (its own store is not touched). Refused while its daemon is running."""
     import sys
 
-    from memex.computers import forget_computer
-    from memex.sync.forgets import publish_now
-    from memex.sync.remote import known_computers
-
-    conn = app.db()
-    found, _ = known_computers(app.config, conn)
-    info = next((c for c in found if c.computer == name), None)
-    mirrors = conn.execute("SELECT count(*) FROM mirror_records WHERE computer = ?", (name,)).fetchone()[0]
+    memex = app.memex(readonly=False)
+    info, mirrors = memex.computer_to_forget(name)
     if info is None and not mirrors and name != app.config.computer:
         raise UserError(f"no computer named {name!r} is known here (see `memex computers`)")
     if info is not None and info.live:
@@ -37,8 +31,7 @@ def forget_computer_command(app: App, name: str, yes: bool, as_json: bool) -> No
             raise UserError(f"forgetting computer {name} needs confirmation: add --yes")
         if not click.confirm(f"Forget {name} and its {mirrors} mirrors, on every computer?", default=False, err=True):
             raise UserError("nothing forgotten")
-    dropped = forget_computer(conn, app.config, name)
-    published, problem = publish_now(conn, app.config)
+    dropped, published, problem = memex.forget_computer(name)
     if as_json:
         app.emit_json({"computer": name, "mirrors": dropped, "published": bool(published), "note": problem})
         return

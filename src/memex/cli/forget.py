@@ -12,9 +12,7 @@ from memex.cli.options import json_option
 from memex.cli.render import project_name, short_time
 from memex.errors import UserError
 from memex.sources import ADAPTERS
-from memex.store.forget import Target, choose
-from memex.store.queries import resolve_session
-from memex.textutil import parse_when
+from memex.store.forget import Target
 
 
 @click.command("forget")
@@ -42,13 +40,8 @@ def forget_command(
     """
     if not (sessions or project or before or agent):
         raise UserError("say what to forget: SESSION ids, --project, --before or --agent")
-    try:
-        cutoff = parse_when(before) if before else None
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
-    conn = app.db()
-    ids = [resolve_session(conn, prefix) for prefix in sessions]
-    targets = choose(conn, ids, project, cutoff, agent)
+    memex = app.memex(readonly=False)
+    targets = memex.forget_targets(sessions, project, before, agent)
     if not targets:
         if as_json:
             app.emit_json({"forgotten": [], "sessions": 0, "archive_files": 0, "published": 0, "note": None})
@@ -57,11 +50,7 @@ def forget_command(
         return
     if not yes:
         _confirm(app, targets)
-    from memex.forget import forget
-    from memex.sync.forgets import publish_now
-
-    report = forget(conn, app.config, targets)
-    published, problem = publish_now(conn, app.config)
+    report, published, problem = memex.forget(targets)
     if as_json:
         app.emit_json({**report.to_json(), "published": published, "note": problem})
         return

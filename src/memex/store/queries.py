@@ -455,3 +455,8 @@ def known_projects(conn: sqlite3.Connection) -> list[str]:
     """Every project folder of an indexed session (where Aider and SpecStory keep their histories)."""
     rows = conn.execute("SELECT DISTINCT project_dir FROM sessions WHERE project_dir IS NOT NULL ORDER BY 1")
     return [row[0] for row in rows]
+
+
+def mirror_count(conn: sqlite3.Connection, computer: str) -> int:
+    """How many mirrors received from `computer` this store holds."""
+    return int(conn.execute("SELECT count(*) FROM mirror_records WHERE computer = ?", (computer,)).fetchone()[0])
