@@ -143,15 +143,18 @@ def recall_latencies(env: dict[str, str], prompts: list[str], hog_count: int) ->
     config = load_config(env)
     server = subprocess.Popen([sys.executable, "-m", "memex", "hooks", "serve"], env=env, stdout=subprocess.DEVNULL)
     try:
+        stamp = None  # the server's code version (source files edited meanwhile must not make it stale)
         for _ in range(300):
-            if ask(config, "ping", {}).answer:
+            pong = ask(config, "ping", {}).answer
+            if pong:
+                stamp = pong["stamp"]
                 break
             time.sleep(0.05)
 
         def recall(text: str) -> float:
             payload = {"prompt": text, "session_id": "bench-0000001", "project_dir": "/home/bench/p1"}
             started = time.perf_counter()
-            reply = ask(config, "recall", payload)
+            reply = ask(config, "recall", payload, stamp)
             elapsed = (time.perf_counter() - started) * 1000
             if reply.answer is None and "interrupted" in reply.reason:
                 return -elapsed  # gave up at the recall's deadline (hook_query_deadline_ms): nothing injected

@@ -133,16 +133,21 @@ def embed_texts(conn: sqlite3.Connection, level: str, owner_ids: Iterable[int], 
         return {}
     marks = ",".join("?" * len(ids))
     if level == "chunk":
-        # A turn's only chunk reads as the turn itself: the same text, so the worker reuses the turn's vector.
+        # A turn's only chunk, or one whose text the turn's own embedded text holds whole, reads as the turn
+        # itself: the same text, so the worker reuses the turn's vector instead of computing one. (A chunk
+        # embedded on its own before this rule keeps that vector: it is as right as ever.)
         rows = conn.execute(
             "SELECT c.id, c.content, t.full_text, t.tool_summary, "
             "(SELECT count(*) FROM chunks c2 WHERE c2.turn_id = c.turn_id) AS pieces "
             f"FROM chunks c JOIN turns t ON t.id = c.turn_id WHERE c.id IN ({marks})",
             ids,
         )
-        return {
-            r[0]: turn_embed_text(r[2], r[3], config) if r[4] == 1 else chunk_embed_text(r[1], config) for r in rows
-        }
+        texts = {}
+        for chunk_id, content, full_text, tool_summary, pieces in rows:
+            turn_text = turn_embed_text(full_text, tool_summary, config)
+            own = chunk_embed_text(content, config)
+            texts[chunk_id] = turn_text if pieces == 1 or own in turn_text else own
+        return texts
     if level == "turn":
         rows = conn.execute(f"SELECT id, full_text, tool_summary FROM turns WHERE id IN ({marks})", ids)
         return {r[0]: turn_embed_text(r[1], r[2], config) for r in rows}

@@ -21,6 +21,7 @@ from memex.embed.lock import EmbedBusy, worker_lock
 from memex.embed.model import Embedder, load_embedder
 from memex.embed.summarizer import llm_summaries
 from memex.embed.texts import LEVELS, embed_texts, text_hash
+from memex.embed.worth import has_meaning
 from memex.store.db import transaction
 
 # A batch is stored once its texts are embedded or after this many seconds of embedding, whichever comes
@@ -206,6 +207,7 @@ def drain(
         taken += len(jobs)
         level = jobs[0]["level"]
         texts = embed_texts(conn, level, [j["owner_id"] for j in jobs], config)
+        texts = {owner: text for owner, text in texts.items() if has_meaning(text)}  # the others get no vector
         hashes = {owner: text_hash(text) for owner, text in texts.items()}
         # A text embedded before (by this owner, or another with the same text) keeps its vector.
         known = _vectors_by_hash(conn, list(set(hashes.values())), config.model_version)
