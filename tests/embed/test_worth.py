@@ -7,7 +7,7 @@ from pathlib import Path
 
 from memex.embed.worker import drain, pending_count, worker_lock
 from memex.embed.worth import has_meaning
-from memex.ingest.embed_texts import embed_texts, turn_embed_text
+from memex.embed.texts import embed_texts, turn_embed_text
 from memex.ingest.indexer import discover, index_transcripts
 from transcripts import ClaudeSession, simple_turn
 

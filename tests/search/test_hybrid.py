@@ -11,7 +11,7 @@ import pytest
 
 from memex.embed.worker import drain, worker_lock
 from memex.ingest.indexer import discover, index_transcripts
-from memex.search.hybrid import hybrid_search, is_coarse, level_order
+from memex.search.hybrid import hybrid_search, is_coarse, level_order, names_only
 from memex.store.queries import Filters
 from transcripts import ClaudeSession, simple_turn
 
@@ -167,9 +167,11 @@ def test_a_hit_found_by_meaning_alone_far_below_the_best_is_dropped(config_store
     semantic = hybrid_search(config_store, config, question, Filters(), mode="semantic").results
     assert semantic[0]["session_id"] == "dddd0000-config"
     hits = hybrid_search(config_store, config, question, Filters()).results
-    # The layout session shares no word with the question and sits far below its best match.
-    assert [h["session_id"] for h in hits] == ["dddd0000-config", "cccc0000-recipes"]
-    assert "lexical" in hits[1]["explain"]  # the recipes turn is kept for its word (`parser`)
+    # The layout session shares no word with the question and sits far below its best match; the recipes
+    # turn shares one (`parser`), too little of the question to vouch for it, and is as far below.
+    assert [h["session_id"] for h in hits] == ["dddd0000-config"]
+    lexical = hybrid_search(config_store, config, question, Filters(), mode="lexical").results
+    assert "cccc0000-recipes" in {h["session_id"] for h in lexical}  # words alone still list it
     only = hybrid_search(config_store, config, "parse_config_file", Filters()).results
     assert [h["session_id"] for h in only] == ["dddd0000-config"]
 
@@ -180,3 +182,16 @@ def test_words_find_their_other_english_forms(config_store, config) -> None:
     assert hits and hits[0]["session_id"] == "dddd0000-config"
     loading = hybrid_search(config_store, config, "settings loading", Filters(), mode="lexical").results
     assert loading and loading[0]["session_id"] == "cccc0000-recipes"
+
+
+def test_a_query_of_code_names_is_answered_by_the_turns_that_hold_them(config_store, config) -> None:
+    assert names_only("parse_config_file") and names_only("retryFetchOnFailure src/a.py")
+    assert not names_only("why does the config parser crash") and not names_only("follow-up")
+    # No turn holds it: meaning alone (any code discussion sits near any identifier) answers nothing, even
+    # where meaning finds a close neighbour (`parse_ingredients`).
+    near = hybrid_search(config_store, config, "parse_ingredients_list", Filters(), mode="semantic").results
+    assert near and near[0]["session_id"] == "cccc0000-recipes"
+    assert hybrid_search(config_store, config, "parse_ingredients_list", Filters()).results == []
+    assert [h["session_id"] for h in hybrid_search(config_store, config, "parse_ingredients", Filters()).results] == [
+        "cccc0000-recipes"
+    ]

@@ -23,7 +23,7 @@ from memex.embed.model import Embedder, EmbedderUnavailable, backend_of, load_em
 from memex.mirrors.search import excerpt, mirror_hits, search_mirrors
 from memex.search.anchors import semantic_floor
 from memex.search.highlight import spans_json
-from memex.search.lexical import chunk_texts, search_chunks
+from memex.search.lexical import chunk_texts, search_chunks, word_coverage
 from memex.search.vector import Neighbour, VectorIndex, vector_index
 from memex.store.queries import Filters, turns_by_ids, where
 
@@ -41,12 +41,30 @@ CASCADE_WEIGHTS = (1.0, 0.7, 0.1)
 # LoCoMo's dev conversations 0.03 already costs no recall (the relevant turns found by meaning alone sit
 # near the top); 0.05 leaves room for a query whose answers spread.
 RELATIVE_COSINE_MARGIN = 0.05
+# A turn found by words vouches for itself only when it holds at least this share of the query's word
+# weight (rare words weigh most): an any-word match on "group" or "support" alone is no answer to "When
+# did Caroline go to the LGBTQ support group?". Below it, the turn must be justified by meaning like a
+# hit found by meaning alone. Without it, a few large real sessions answered 67% of unrelated questions
+# (bench/retrieval.py --hubs).
+MIN_WORD_COVERAGE = 0.5
 _COARSE = re.compile(
     r"\b(overall|overview|summar\w*|trends?|in general|generally|big picture|recap|history of|over time|"
     r"across (?:all |the )?(?:sessions|projects)|so far|progress (?:on|of)|what have (?:i|we) (?:been|done))\b"
     r"|总结|概述|概要|总体|整体|趋势|まとめ|全体|傾向|요약|전체|추세|개요",
     re.IGNORECASE,
 )
+
+
+# A code name: snake_case, camelCase / PascalCase, a dotted or slashed path, `a::b`.
+_CODE_NAME = re.compile(r"\w[_.:/]+\w|[a-z0-9][A-Z]|[A-Z]{2,}[a-z]")
+
+
+def names_only(query: str) -> bool:
+    """True when every word of the query is a code name (`parse_config_file`, `retryFetchOnFailure`,
+    `src/a.py`): a name is found by itself, so a turn found by meaning alone does not answer it (e5 puts
+    any identifier near any code discussion)."""
+    words = query.split()
+    return bool(words) and all(_CODE_NAME.search(word) for word in words)
 
 
 def is_coarse(query: str) -> bool:
@@ -238,14 +256,17 @@ class _Fusion:
                 if part not in target.parts:
                     target.score += weight
                     target.parts[part] = info
-                target.lexical = target.lexical or part == "mirror"
+                # The conversation's words may be spread over the session: they vouch for it as a whole,
+                # not for one of its turns.
+                target.lexical = target.lexical or (part == "mirror" and target.key[0] == "mirror")
                 target.best_cosine = max(target.best_cosine, info.get("cosine", 0.0))
         return sorted(results, key=lambda c: -c.score)
 
 
 def _passes_floor(candidate: _Candidate, floor: float, best: float) -> bool:
     """A hit found lexically always passes; one found only by meaning must beat the content-free anchors
-    (`floor`) and come within RELATIVE_COSINE_MARGIN of the query's best cosine (`best`)."""
+    (`floor`) and come within RELATIVE_COSINE_MARGIN of the query's best cosine (`best`); a floor above 1
+    lets none through."""
     return candidate.lexical or (
         candidate.best_cosine >= floor and candidate.best_cosine >= best - RELATIVE_COSINE_MARGIN
     )
@@ -287,9 +308,12 @@ def hybrid_search(
             # Words weigh as much as meaning's two fine lists together (chunks and turns mostly agree, so
             # meaning would otherwise count twice): LoCoMo dev Recall@10 +0.01 over the chunk weight alone.
             weight = weights.get("chunk", 0.0) + weights.get("turn", 0.0)
-            for hit in search_chunks(conn, query, filters, wanted, stems=True):
-                candidate = fusion.add_turn(hit.turn_id, "lexical", hit.rank, weight, bm25=hit.score)
-                candidate.lexical = True
+            hits = search_chunks(conn, query, filters, wanted, stems=True)
+            coverage = word_coverage(conn, query, chunk_texts(conn, [hit.chunk_id for hit in hits]))
+            for hit in hits:
+                share = coverage.get(hit.chunk_id, 0.0)
+                candidate = fusion.add_turn(hit.turn_id, "lexical", hit.rank, weight, bm25=hit.score, coverage=share)
+                candidate.lexical = share >= MIN_WORD_COVERAGE
                 candidate.chunk_id = hit.chunk_id
         if "session" in weights:
             for rank, found in enumerate(search_mirrors(conn, query, filters, wanted), 1):
@@ -299,7 +323,9 @@ def hybrid_search(
     if mode in ("hybrid", "semantic") and searchable:
         assert embedder is not None
         vector = embedder.embed_queries([query])[0]
-        floor = semantic_floor(config, embedder, vector)
+        # In hybrid mode a query of code names is answered by the turns that hold them (`--mode semantic`
+        # still ranks by meaning alone).
+        floor = 2.0 if mode == "hybrid" and names_only(query) else semantic_floor(config, embedder, vector)
         lists = _semantic_lists(conn, config, embedder, vector, filters, searchable, wanted)
         chunk_turn = _owners(conn, "chunks", [n.owner_id for n in lists.get("chunk", [])], "turn_id")
         best_chunk: dict[int, Neighbour] = {}  # turn id -> its nearest chunk, in order of distance

@@ -64,8 +64,8 @@ def _words(query: str) -> list[str]:
 
 
 @lru_cache(maxsize=4096)
-def stem_prefix(word: str) -> str | None:
-    """The FTS5 prefix query (`"adopt"*`) finding the forms of a plain English word, or None."""
+def word_stem(word: str) -> str | None:
+    """The Snowball stem of a plain English word, when it is a prefix of the word worth searching by."""
     if not _LATIN_WORD.fullmatch(word):
         return None
     import snowballstemmer  # only an any-word search with stems needs it
@@ -73,7 +73,38 @@ def stem_prefix(word: str) -> str | None:
     stem = snowballstemmer.stemmer("english").stemWord(word.lower())
     if stem.endswith("e") and not word.lower().startswith(stem):  # diving -> dive: `div` is the shared part
         stem = stem[:-1]
-    return f'"{stem}"*' if len(stem) >= MIN_STEM_CHARS and word.lower().startswith(stem) else None
+    return stem if len(stem) >= MIN_STEM_CHARS and word.lower().startswith(stem) else None
+
+
+def stem_prefix(word: str) -> str | None:
+    """The FTS5 prefix query (`"adopt"*`) finding the forms of a plain English word, or None."""
+    stem = word_stem(word)
+    return f'"{stem}"*' if stem else None
+
+
+def word_coverage(conn: sqlite3.Connection, query: str, texts: dict[int, str]) -> dict[int, float]:
+    """For each text, the share of the query's words it holds, each word weighted by its rarity (BM25's
+    idf; a word the store never saw weighs most). Stopwords count only when the query has nothing else;
+    an English word counts when any of its forms is there (as the stemmed any-word search finds it)."""
+    words = [w for w in _words(query) if w.lower() not in STOPWORDS] or _words(query)
+    rarity = TermRarity(conn)
+    weights: dict[str, float] = {}
+    for word in words:
+        tokens = term_tokens(word)
+        if tokens:
+            weights[" ".join(tokens)] = rarity.idf(tokens)
+    total = sum(weights.values())
+    stems = {" ".join(term_tokens(w)): word_stem(w) for w in words}
+    shares = {}
+    for owner, text in texts.items():
+        haystack = " " + " ".join(term_tokens(text)) + " "
+        held = sum(
+            weight
+            for phrase, weight in weights.items()
+            if f" {phrase} " in haystack or (stems.get(phrase) and f" {stems[phrase]}" in haystack)
+        )
+        shares[owner] = held / total if total else 0.0
+    return shares
 
 
 def fts_terms(query: str, match_all: bool = True, stems: bool = False) -> list[str]:
