@@ -172,13 +172,14 @@ class Memex:
         EmbedBusy when another worker runs, EmbedderUnavailable without a model; resumable at any moment."""
         from memex.embed.worker import drain, pending_count, requeue_stale, worker_lock
 
+        conn = self.conn  # the store first: a MEMEX_HOME that is no folder, or cannot be written, is said so
         with worker_lock(self.config.home):
             if on_start is None:
-                return drain(self.conn, self.config, max_jobs=max_jobs, on_batch=on_batch)
-            requeue_stale(self.conn, self.config.model_version)
-            waiting = pending_count(self.conn)
+                return drain(conn, self.config, max_jobs=max_jobs, on_batch=on_batch)
+            requeue_stale(conn, self.config.model_version)
+            waiting = pending_count(conn)
             on_start(waiting if max_jobs is None else min(max_jobs, waiting))
-            return drain(self.conn, self.config, max_jobs=max_jobs, on_batch=on_batch)
+            return drain(conn, self.config, max_jobs=max_jobs, on_batch=on_batch)
 
     def pending_embeds(self) -> int:
         """Texts waiting for their vector."""
