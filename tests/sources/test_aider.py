@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 from agent_cli import index_json, sessions, turns
-from conftest import AIDER, LIVE_AIDER
+from corpus import AIDER, LIVE_AIDER
 from memex.sources import ADAPTERS, aider
 from memex.sources.model import Entry
 

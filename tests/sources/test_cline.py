@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from agent_cli import index_json, search_sessions, sessions, turns
-from conftest import LIVE_CLINE
+from corpus import LIVE_CLINE
 from memex.sources import claude, cline, codex, copilot, gemini, kimi, pi, qwen, roo
 from memex.sources.model import Entry
 

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 from agent_cli import index_json, search_sessions, sessions, sessions_by_agent, turns
-from conftest import LIVE_COPILOT
+from corpus import LIVE_COPILOT
 from memex.config import load_config
 from memex.ingest.indexer import default_roots
 from memex.sources import copilot, stream_entries

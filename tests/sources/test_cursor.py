@@ -10,7 +10,7 @@ import sqlite3
 from pathlib import Path
 
 from agent_cli import index_json, search_sessions, sessions, turns
-from conftest import SPECSTORY
+from corpus import SPECSTORY
 from memex.sources import ADAPTERS, cursor, cursor_db, sqlite_read
 from memex.sources.model import Entry
 

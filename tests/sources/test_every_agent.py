@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from agent_cli import index_json, sessions_by_agent
-from conftest import LIVE, SPECSTORY
+from corpus import LIVE, SPECSTORY
 from memex.sources import ADAPTERS
 
 # Sessions (subagents apart) each agent's live fixtures hold.

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from agent_cli import index_json, mirror, search_sessions, sessions, turns
-from conftest import LIVE_KIMI_CODE, LIVE_KIMI_LEGACY
+from corpus import LIVE_KIMI_CODE, LIVE_KIMI_LEGACY
 from memex.config import load_config
 from memex.ingest.indexer import default_roots
 from memex.sources import claude, codex, copilot, kimi, pi, qwen

@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 
 from agent_cli import index_json, mirror, search_sessions, sessions, turns
-from conftest import LIVE_OPENCODE_DB
+from corpus import LIVE_OPENCODE_DB
 from memex.sources import ADAPTERS, opencode, sqlite_read
 from memex.sources.model import Entry
 

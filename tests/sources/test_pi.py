@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from agent_cli import index_json, search_sessions, sessions, turns
-from conftest import LIVE_PI
+from corpus import LIVE_PI
 from memex.sources import claude, codex, copilot, pi, qwen
 from memex.sources.model import Entry
 

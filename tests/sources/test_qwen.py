@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from agent_cli import index_json, mirror, search_sessions, sessions, turns
-from conftest import LIVE_QWEN
+from corpus import LIVE_QWEN
 from memex.sources import claude, codex, gemini, qwen
 from memex.sources.model import Entry
 

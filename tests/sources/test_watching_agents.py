@@ -7,7 +7,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from conftest import LIVE_COPILOT, LIVE_OPENCODE_DB
+from corpus import LIVE_COPILOT, LIVE_OPENCODE_DB
 from memex.sync.watch import Watcher
 
 TASK = LIVE_COPILOT / "454f9272-7e41-4653-9935-859f48cbe18e" / "events.jsonl"

@@ -67,7 +67,7 @@ def fingerprint(transcript: Transcript) -> tuple[int, int]:
         found = ADAPTERS[transcript.agent].fingerprint(transcript.path)
         if found is None:
             raise FileNotFoundError(str(transcript.path))
-        return found  # type: ignore[no-any-return]
+        return found
     stat = transcript.path.stat()
     return stat.st_size, stat.st_mtime_ns
 
@@ -101,7 +101,7 @@ def raw_transcript(agent: str, path: Path) -> Iterator[bytes]:
     JSON lines. Raises FileNotFoundError when it is not on this computer."""
     source = ADAPTERS.get(agent)
     if source is not None and hasattr(source, "raw_records") and "#" in path.name:
-        return source.raw_records(path)  # type: ignore[no-any-return]
+        return source.raw_records(path)
     if not path.is_file():
         raise FileNotFoundError(str(path))
     return _file_blocks(path)

@@ -17,6 +17,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 
 from memex.sources.files import Skipped, candidates, open_regular, problem, safe_resolve
@@ -222,7 +223,7 @@ def read_entries(
         if run:
             yield from flush()
             stamp, at = run.group(1), raw.line_index
-            yield raw, checked(at, lambda at=at, stamp=stamp: reader.run(at, stamp))
+            yield raw, checked(at, partial(reader.run, at, stamp))
         elif fenced:  # inside a code block of a reply: `>>>>>>> REPLACE` is the reply's
             group.append((raw, line))
         elif line.startswith(_PROMPT) or line == _PROMPT.rstrip():
@@ -233,7 +234,7 @@ def read_entries(
         elif line.startswith(_OUTPUT) or line == _OUTPUT.strip():
             yield from flush()
             text, at = line[1:].strip(), raw.line_index
-            yield raw, checked(at, lambda at=at, text=text: reader.output(at, text))
+            yield raw, checked(at, partial(reader.output, at, text))
         elif group_kind == "prompt" and not line.strip():
             yield from flush()
             yield raw, None

@@ -21,6 +21,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -98,8 +99,8 @@ def discover(roots: Iterable[Path], skipped: list[Skipped] | None = None) -> lis
     as a root (sessions before their subagents)."""
     found: dict[str, Transcript] = {}
     roots = list(roots)
-    for transcript in cursor_db.discover(roots, skipped):
-        found[str(transcript.path)] = transcript
+    for chat in cursor_db.discover(roots, skipped):
+        found[str(chat.path)] = chat
     for pattern in ("*.jsonl", "*.md"):
         for path, by_hand in candidates((r for r in roots if not cursor_db.is_database(r)), pattern, _wanted, skipped):
             transcript = classify(path)
@@ -262,7 +263,7 @@ def _read_specstory(path: Path, max_line_bytes: int) -> Iterator[tuple[RawLine, 
         lines = handle.read(size).decode("utf-8", "replace").splitlines()
     header = Entry(0, "export", "other", cwd=_spec_project(path))
     speaker: str | None = None
-    start, body = 0, []
+    start, body = 0, list[str]()
     blocks: list[tuple[int, str, str]] = []
     for index, line in enumerate(lines):
         title = _TITLE.match(line) if speaker is None and not header.extra else None
@@ -281,7 +282,7 @@ def _read_specstory(path: Path, max_line_bytes: int) -> Iterator[tuple[RawLine, 
         blocks.append((start, speaker, "\n".join(body)))
     yield RawLine(0, 0, size, None), header
     for start, who, raw in blocks:
-        yield RawLine(start, 0, size, None), checked(start, lambda s=start, w=who, r=raw: _spec_entry(s, w, r, header))
+        yield RawLine(start, 0, size, None), checked(start, partial(_spec_entry, start, who, raw, header))
 
 
 def _spec_entry(index: int, who: str, body: str, header: Entry) -> Entry:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Iterator
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -204,10 +204,9 @@ def _bubble_entry(index: int, bubble: Any) -> Entry | BadLine | None:
         if block is not None:
             entry.blocks.append(block)
             result = tool.get("result")
-            if result is not None:
-                entry.blocks.append(
-                    Block("tool_result", output_text(_loads(result) or result), tool_use_id=block.tool.id)
-                )  # type: ignore[union-attr]
+            if result is not None and block.tool is not None:
+                output = output_text(_loads(result) or result)
+                entry.blocks.append(Block("tool_result", output, tool_use_id=block.tool.id))
     return entry
 
 
@@ -254,7 +253,7 @@ def read_entries(
         bubble = _loads(raw) if raw is not None else (head if head in inline else None)
         if bubble is None:
             continue  # listed, not written yet
-        entry = checked(index, lambda i=index, b=bubble: _bubble_entry(i, b))
+        entry = checked(index, partial(_bubble_entry, index, bubble))
         if isinstance(entry, Entry):  # a message without a time was written after the one before it
             entry.timestamp = entry.timestamp or last
             last = entry.timestamp

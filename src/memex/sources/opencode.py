@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Iterable, Iterator
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -236,7 +236,7 @@ def read_entries(
             yield RawLine(index, 0, 0, None, reason), BadLine(index, reason)
             continue
         record = (message_id, time_created, data, by_message.get(message_id, []))
-        yield RawLine(index, 0, 0, None), checked(index, lambda i=index, r=record: _message_entry(i, r))
+        yield RawLine(index, 0, 0, None), checked(index, partial(_message_entry, index, record))
 
 
 def raw_records(path: Path) -> Iterator[bytes]:

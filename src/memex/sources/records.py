@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -135,7 +136,7 @@ def jsonl_entries(
             yield line, BadLine(line.line_index, "not a JSON object")
         else:
             data = line.data
-            yield line, checked(line.line_index, lambda index=line.line_index, data=data: parse(index, data))
+            yield line, checked(line.line_index, partial(parse, line.line_index, data))
 
 
 def first_record(path: Path, peek_bytes: int = 65_536) -> dict[str, Any] | None:
@@ -236,4 +237,4 @@ def document_entries(
         return
     assert isinstance(listed, list)
     for index, record in enumerate(listed):
-        yield RawLine(index, 0, size, None), checked(index, lambda i=index, r=record: parse(i, r))
+        yield RawLine(index, 0, size, None), checked(index, partial(parse, index, record))

@@ -197,11 +197,11 @@ class _Routes:
 
     async def mirror(self, request: Request) -> Response:
         session_id = api.checked_session_id(request.path_params["session_id"])
-        return _json(200, await self._with_store(request, lambda conn: api.mirror(conn, session_id)))
+        return _json(200, await self._with_store(request, lambda conn: api.mirror(conn, self.config, session_id)))
 
     async def raw(self, request: Request) -> Response:
         session_id = api.checked_session_id(request.path_params["session_id"])
-        handle, size = await self._with_store(request, lambda conn: _open_transcript(conn, session_id))
+        handle, size = await self._with_store(request, lambda conn: _open_transcript(conn, self.config, session_id))
         headers = {"Content-Length": str(size), "X-Memex-Computer": self.config.computer}
         return StreamingResponse(self._blocks(handle, size), headers=headers, media_type="application/octet-stream")
 
@@ -240,9 +240,9 @@ class _Routes:
             handle.close()
 
 
-def _open_transcript(conn: sqlite3.Connection, session_id: str) -> tuple[IO[bytes], int]:
+def _open_transcript(conn: sqlite3.Connection, config: Config, session_id: str) -> tuple[IO[bytes], int]:
     """The transcript the store recorded for the session, open, and its size now."""
-    agent, path = api.transcript_of(conn, session_id)
+    agent, path = api.transcript_of(conn, config, session_id)
     if path and SEPARATOR in Path(path).name:  # a session in an agent's database: its records, as JSON lines
         try:
             records = b"".join(raw_transcript(agent, Path(path)))
