@@ -39,6 +39,7 @@ COMMANDS = {
     "daemon": "memex.cli.daemon:daemon_command",
     "computers": "memex.cli.computers:computers_command",
     "forget": "memex.cli.forget:forget_command",
+    "doctor": "memex.cli.doctor:doctor_command",
 }
 
 
