@@ -40,6 +40,7 @@ COMMANDS = {
     "computers": "memex.cli.computers:computers_command",
     "forget": "memex.cli.forget:forget_command",
     "doctor": "memex.cli.doctor:doctor_command",
+    "export": "memex.cli.export:export_command",
 }
 
 
