@@ -96,7 +96,7 @@ def check_warm(config: Config) -> Check:
 
 
 def check_daemon(config: Config) -> Check:
-    from memex.sync.signals import PID_FILE
+    from memex.signals import PID_FILE
 
     try:
         pid = int((config.home / PID_FILE).read_text().strip())

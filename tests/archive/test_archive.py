@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from conftest import GEMINI_LEGACY, HILLVIEW, MISC, SLAY
+from corpus import GEMINI_LEGACY, HILLVIEW, MISC, SLAY
 from memex.archive import frames
 from memex.archive.copies import COMPACT_PIECES, Stream, archive_root, keep_copy
 from memex.archive.reader import ArchiveReader

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HILLVIEW
+from corpus import HILLVIEW
 from synctools import free_port
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SLAY
+from corpus import SLAY
 from transcripts import ClaudeSession, simple_turn, text
 
 SESSION = "7b9e2c1a-0000-4000-8000-00000000e5e5"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CODEX_SHORT, GEMINI, HILLVIEW, SLAY
+from corpus import CODEX_SHORT, GEMINI, HILLVIEW, SLAY
 from memex.archive.copies import archive_root
 from memex.config import Config
 from memex.store.db import connect

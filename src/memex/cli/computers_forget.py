@@ -21,13 +21,14 @@ def forget_computer_command(app: App, name: str, yes: bool, as_json: bool) -> No
     import sys
 
     from memex.computers import forget_computer
+    from memex.store.computers import received_mirrors
     from memex.sync.forgets import publish_now
     from memex.sync.remote import known_computers
 
     conn = app.db()
     found, _ = known_computers(app.config, conn)
     info = next((c for c in found if c.computer == name), None)
-    mirrors = conn.execute("SELECT count(*) FROM mirror_records WHERE computer = ?", (name,)).fetchone()[0]
+    mirrors = received_mirrors(conn, name)
     if info is None and not mirrors and name != app.config.computer:
         raise UserError(f"no computer named {name!r} is known here (see `memex computers`)")
     if info is not None and info.live:

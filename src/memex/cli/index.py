@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
-import contextlib
-import sqlite3
 from pathlib import Path
 
 import click
 from rich.table import Table
 from rich.text import Text
 
-from memex.archive.reader import archived_sources
 from memex.cli.app import App
 from memex.cli.embed import report_dict, run_embed
 from memex.cli.render import byte_progress
-from memex.computers import follow_rename
 from memex.embed.model import EmbedderUnavailable
-from memex.embed.worker import EmbedBusy, pending_count
-from memex.errors import StoreError, UserError
-from memex.ingest.indexer import IndexReport, default_roots, discover, index_transcripts
+from memex.embed.worker import EmbedBusy
+from memex.errors import UserError
+from memex.ingest.indexer import FileReport, IndexReport
 from memex.sources import ADAPTERS
-from memex.sources.files import Skipped, safe_resolve
 from memex.sources.model import Transcript
 
 # `memex index` exit statuses (README, "Use").
@@ -69,23 +64,19 @@ def index_command(
     """
     if everything and (paths or agents):
         raise UserError("--all indexes every agent's default folders: give it no PATHS and no --agent")
-    chosen = list(agents) or sorted(ADAPTERS)
-    if paths:
-        roots = {agent: [safe_resolve(p) for p in paths] for agent in chosen}
-    else:
-        roots = default_roots(app.config, chosen)
-    skipped: list[Skipped] = []
-    transcripts = discover(roots, skipped)
-    refused = _refused(paths, transcripts, skipped, chosen)
-    conn = app.db()
-    for old, moved in follow_rename(conn, app.config).items():
+    memex = app.memex(readonly=False)
+    for old, moved in memex.follow_rename().items():
         app.say("note", f"this computer was {old!r}, now {app.config.computer!r}: {moved} sessions follow the new name")
-    # Without PATHS: also the transcripts the agents deleted that the archive must parse again (a rebuilt store).
-    restoring = archived_sources(conn, app.config, chosen, transcripts) if not paths else contextlib.nullcontext([])
-    with restoring as restored:
-        transcripts = [*transcripts, *restored]
-        report = _index(app, conn, transcripts, workers, skipped)
-    report.refused.extend(refused)
+    found = memex.discover(paths, agents)
+    with byte_progress(app.err, found.total_bytes, "Indexing") as progress:
+        task = progress.task_ids[0]
+
+        def advance(transcript: Transcript, _report: FileReport) -> None:
+            progress.update(
+                task, advance=_size(transcript.read_path), current=f"{transcript.agent} {transcript.path.name}"
+            )
+
+        report = memex.index(found, workers=workers, on_file=advance)
     for warning in report.warnings:
         app.say("warning", warning)
     _print_failures(app, report)
@@ -94,8 +85,8 @@ def index_command(
         app.emit_json({**report.as_dict(), "embed": embedded})
         _exit_status(report)
         return
-    if not transcripts and not report.failed and not report.refused:
-        where = ", ".join(str(p) for ps in roots.values() for p in ps)
+    if not found.transcripts and not report.failed and not report.refused:
+        where = ", ".join(str(p) for ps in found.roots.values() for p in ps)
         app.err.print(f"No transcripts found under {where}.")
     table = Table(title="memex index", show_header=False, box=None)
     table.add_column(style="bold")
@@ -122,45 +113,6 @@ def index_command(
     _exit_status(report)
 
 
-def _index(
-    app: App, conn: sqlite3.Connection, transcripts: list[Transcript], workers: int | None, skipped: list[Skipped]
-) -> IndexReport:
-    """Index `transcripts` with a progress bar of the bytes read."""
-    total = sum(_size(t.read_path) for t in transcripts)
-    with byte_progress(app.err, total, "Indexing") as progress:
-        task = progress.task_ids[0]
-
-        def advance(transcript, _report) -> None:  # type: ignore[no-untyped-def]
-            progress.update(
-                task, advance=_size(transcript.read_path), current=f"{transcript.agent} {transcript.path.name}"
-            )
-
-        try:
-            return index_transcripts(
-                conn,
-                app.config,
-                transcripts,
-                on_file=advance,
-                workers=workers or app.config.index_workers,
-                skipped=skipped,
-            )
-        except sqlite3.OperationalError as exc:  # locked past busy_timeout_ms, full, read-only
-            raise StoreError(
-                f"cannot write to {app.config.db_path}: {exc} (the files indexed so far are kept; run again)"
-            ) from None
-
-
-def _refused(
-    paths: tuple[Path, ...], transcripts: list[Transcript], skipped: list[Skipped], agents: list[str]
-) -> list[Skipped]:
-    """The files given by hand that no agent claimed (and that were not passed over as unreadable)."""
-    claimed = {safe_resolve(t.path) for t in transcripts}
-    claimed |= {safe_resolve(alias) for t in transcripts for alias in t.aliases}
-    claimed |= {safe_resolve(s.path) for s in skipped}
-    reason = f"not a transcript of {' or '.join(agents)}"
-    return [Skipped(p, reason) for p in paths if not p.is_dir() and safe_resolve(p) not in claimed]
-
-
 def _print_failures(app: App, report: IndexReport) -> None:
     """Name every file that was not indexed, and why, on stderr."""
     if report.failed:
@@ -185,7 +137,7 @@ def _embed(app: App) -> dict[str, object] | None:
     except (EmbedBusy, EmbedderUnavailable) as exc:
         app.say("warning", f"vectors not computed: {exc}")
         return None
-    return report_dict(report, pending_count(app.db()))
+    return report_dict(report, app.memex().pending_embeds())
 
 
 def _size(path: Path) -> int:

@@ -11,7 +11,6 @@ from rich.text import Text
 from memex.cli.app import App
 from memex.cli.options import build_filters, filter_options, json_option
 from memex.cli.render import project_name, short_time
-from memex.store.listing import all_sessions
 
 
 @click.group("sessions")
@@ -29,11 +28,9 @@ def sessions_group() -> None:
 def list_command(app: App, limit: int, as_json: bool, computer: str | None, local_only: bool, **options: Any) -> None:
     """Sessions, newest first by start time: this computer's and those received from your other computers
     (marked with their computer)."""
-    sessions = all_sessions(
-        app.db_readonly(), build_filters(**options), limit, app.config.computer, computer, local_only
-    )
+    sessions = app.memex(readonly=True).sessions(build_filters(**options), limit, computer=computer, local=local_only)
     if as_json:
-        app.emit_json(sessions)
+        app.emit_json([s.to_json() for s in sessions])
         return
     if not sessions:
         app.err.print("No sessions match.")
@@ -44,21 +41,21 @@ def list_command(app: App, limit: int, as_json: bool, computer: str | None, loca
     table.add_column("title", no_wrap=True, overflow="ellipsis")
     for s in sessions:
         extra = []
-        if s["subagents"]:
-            extra.append(f"+{s['subagents']} subagents")
-        if s["prs"]:
-            extra.append("PR " + ", ".join(f"#{n}" for n in s["prs"]))
-        if s["source"] == "mirror":
-            extra.append(f"on {s['computer']}")
-        title = Text(s["title"] or "—")
+        if s.subagents:
+            extra.append(f"+{s.subagents} subagents")
+        if s.prs:
+            extra.append("PR " + ", ".join(f"#{n}" for n in s.prs))
+        if s.source == "mirror":
+            extra.append(f"on {s.computer}")
+        title = Text(s.title or "—")
         if extra:
             title.append(f" ({'; '.join(extra)})", style="dim")
         table.add_row(
-            Text(s["session_id"][:8], style="cyan"),
-            short_time(s["started_at"]),
-            s["agent"],
-            project_name(s["project_dir"]),
-            "—" if s["turns"] is None else str(s["turns"]),
+            Text(s.session_id[:8], style="cyan"),
+            short_time(s.started_at),
+            s.agent,
+            project_name(s.project_dir),
+            "—" if s.turns is None else str(s.turns),
             title,
         )
     app.out.print(table)

@@ -31,13 +31,14 @@ from pathlib import Path
 from typing import IO, Any
 
 import memex
-from memex.computers import follow_rename
+from memex.api import Memex
 from memex.config import Config
 from memex.errors import UserError
-from memex.ingest.indexer import default_roots, discover, index_transcripts
+from memex.ingest.indexer import default_roots
 from memex.ingest.pipeline import failed_report, ingest_transcript, is_store_failure
+from memex.signals import PID_FILE, take_stops
 from memex.sources import ADAPTERS
-from memex.sources.files import Skipped, safe_resolve
+from memex.sources.files import safe_resolve
 from memex.store.db import connect
 from memex.sync import forgets, outbox
 from memex.sync.heartbeat import ComputerInfo, announce, iso, registry, remember, withdraw
@@ -45,7 +46,6 @@ from memex.sync.inbox import Consumer
 from memex.sync.keys import Keys
 from memex.sync.link import OUTAGE_ERRORS, RedisLink
 from memex.sync.server import ApiServer
-from memex.sync.signals import PID_FILE, take_stops
 from memex.sync.token import ensure_token
 from memex.sync.watch import Watcher
 
@@ -126,7 +126,8 @@ class Daemon:
         self._take_lock()
         token = ensure_token(self.config)
         self.watcher.baseline()  # before the index: a change made during it is seen by the next scan
-        for old, moved in (self._guard("rename", lambda: follow_rename(self.conn, self.config)) or {}).items():
+        renamed = self._guard("rename", lambda: Memex(self.config, self.conn).follow_rename()) or {}
+        for old, moved in renamed.items():
             log.warning("the computer %r is now %r: %d sessions follow the new name", old, self.config.computer, moved)
         if index:
             self._index_pending = True
@@ -138,11 +139,7 @@ class Daemon:
 
     def index_all(self) -> None:
         """Ingest every transcript that changed since the last run (the first run is the backfill)."""
-        skipped: list[Skipped] = []
-        transcripts = discover(self.roots, skipped)
-        report = index_transcripts(
-            self.conn, self.config, transcripts, workers=self.config.index_workers, skipped=skipped
-        )
+        report = Memex(self.config, self.conn).index(workers=self.config.index_workers)
         self._index_pending = False
         for failed in report.failed:
             self._file_failed(failed.path, failed.reason)
@@ -322,6 +319,16 @@ class Daemon:
         self._next_due_check = next_check
         return outbox.enqueue(self.conn, self.config.computer, due, self.config.sync_batch) if due else 0
 
+    def _send_forgets(self) -> int:
+        """Tell the other computers what the user forgot here (`memex forget`, `memex computers forget`)."""
+        assert self.link is not None
+        sent = forgets.publish(
+            self.conn, self.link.redis, self.keys, self.config.computer, self.config.stream_max_entries
+        )
+        if sent:
+            log.info("published %d forgettings", sent)
+        return sent
+
     def _send(self) -> int:
         assert self.link is not None and self.link.epoch is not None
         c = self.config
@@ -330,16 +337,6 @@ class Daemon:
         )
         if sent:
             log.info("published %d mirrors", sent)
-        return sent
-
-    def _send_forgets(self) -> int:
-        """Tell the other computers what the user forgot here (`memex forget`)."""
-        assert self.link is not None
-        sent = forgets.publish(
-            self.conn, self.link.redis, self.keys, self.config.computer, self.config.stream_max_entries
-        )
-        if sent:
-            log.info("published %d forgotten sessions", sent)
         return sent
 
     def _heartbeat(self) -> None:

@@ -193,7 +193,7 @@ class _Routes:
 
     async def mirror(self, request: Request) -> Response:
         session_id = api.checked_session_id(request.path_params["session_id"])
-        return _json(200, await self._with_store(request, lambda conn: api.mirror(conn, session_id)))
+        return _json(200, await self._with_store(request, lambda conn: api.mirror(conn, self.config, session_id)))
 
     async def raw(self, request: Request) -> Response:
         session_id = api.checked_session_id(request.path_params["session_id"])
@@ -238,14 +238,14 @@ class _Routes:
 
 def _open_transcript(conn: sqlite3.Connection, config: Config, session_id: str) -> tuple[IO[bytes], int]:
     """The transcript the store recorded for the session (or the archive's copy of it), open, and its size."""
-    path = api.transcript_path(conn, session_id)
+    path = api.transcript_path(conn, config, session_id)
     try:
         handle = open(path, "rb")  # type: ignore[arg-type]  # noqa: SIM115 (closed by the stream)
     except (OSError, TypeError):
         copy = api.archived_transcript(conn, config, session_id)
         if copy is None:
             raise ApiFailure(410, "the transcript of this session is no longer on disk") from None
-        return copy, copy.size  # type: ignore[return-value]  # read like a file
+        return copy, copy.size  # read like a file
     return handle, os.fstat(handle.fileno()).st_size
 
 
