@@ -150,7 +150,7 @@ class Memex:
         found = found or self.discover()
         # The agents' own folders (no PATHS): also the transcripts they deleted that the archive must parse
         # again (a store rebuilt from scratch, a format change).
-        restoring = (
+        restoring: contextlib.AbstractContextManager[list[Transcript]] = (
             archived_sources(self.conn, self.config, found.roots, found.transcripts)
             if found.from_defaults
             else contextlib.nullcontext([])

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import redis
 
@@ -84,7 +84,7 @@ def catch_up(conn: sqlite3.Connection, config: Config, client: redis.Redis, keys
     cursor = 0
     while True:
         cursor, page = client.hscan(keys.forgotten, cursor, count=500)
-        for key, value in page.items():
+        for key, value in cast(dict[bytes, bytes], page).items():
             owner, _, session_id = _text(key).partition("\t")
             origin = _text(value).partition("\t")[0]
             if owner and session_id and origin != config.computer:

@@ -186,7 +186,7 @@ class Consumer:
 
     def _apply(self, client: redis.Redis, entries: list[tuple[Any, Any]]) -> StepResult:
         """Store the entries' mirrors in one transaction, then acknowledge them all."""
-        payloads = []
+        payloads: list[bytes | None] = []
         written = 0
         for _entry_id, fields in entries:
             if not fields:  # a pending entry trimmed away: nothing to apply
