@@ -24,8 +24,8 @@ from rich.table import Table
 
 from corpus import SHARED
 from memex.config import load_config
-from memex.embed.worth import has_meaning
 from memex.embed.texts import chunk_embed_text, embed_texts, text_hash, turn_embed_text
+from memex.embed.worth import has_meaning
 from memex.ingest.indexer import discover, index_transcripts
 from memex.store.db import connect
 

@@ -66,7 +66,7 @@ class Discovery:
 
     @property
     def total_bytes(self) -> int:
-        return sum(_size(t.path) for t in self.transcripts)
+        return sum(_size(t.read_path) for t in self.transcripts)
 
 
 class Memex:
@@ -190,6 +190,13 @@ class Memex:
             ) from None
         report.refused.extend(found.refused)
         return report
+
+    def follow_rename(self) -> dict[str, int]:
+        """Move the local sessions stored under earlier names of this computer to its current name
+        ({old name: sessions moved}); the other computers are told to forget the old names."""
+        from memex.computers import follow_rename
+
+        return follow_rename(self.conn, self.config)
 
     def embed(
         self,
@@ -534,13 +541,6 @@ class Memex:
         dropped = forget_computer(self.conn, self.config, name)
         published, problem = publish_now(self.conn, self.config)
         return dropped, published, problem
-
-    def follow_rename(self) -> dict[str, int]:
-        """Move the local sessions stored under earlier names of this computer to its current name
-        ({old name: sessions moved}); the other computers then forget the old names."""
-        from memex.computers import follow_rename
-
-        return follow_rename(self.conn, self.config)
 
     def computers(self) -> ComputerList:
         """The computers sharing mirrors under this prefix (live: their daemon runs now), and this one."""

@@ -144,11 +144,10 @@ class SessionSummary:
     started_at: str | None
     ended_at: str | None
     transcript_path: str | None
-    turns: int | None  # None for a session known only by its mirror (its messages are counted instead)
+    turns: int | None  # None for a session known only by its mirror (received from another computer)
     subagents: int
     prs: list[int]
     source: str = "local"  # "local": indexed here; "mirror": received from `computer`
-    messages: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

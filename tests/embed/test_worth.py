@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from memex.embed.texts import embed_texts, turn_embed_text
 from memex.embed.worker import drain, pending_count, worker_lock
 from memex.embed.worth import has_meaning
-from memex.embed.texts import embed_texts, turn_embed_text
 from memex.ingest.indexer import discover, index_transcripts
 from transcripts import ClaudeSession, simple_turn
 

@@ -60,6 +60,7 @@ def _counts(config: Config, session_id: str) -> dict[str, int]:
         conn.close()
 
 
+@pytest.mark.model
 def test_forget_removes_everything_and_reindexing_does_not_bring_it_back(run, config: Config, indexed: Path) -> None:
     assert run("embed").exit_code == 0
     before = _counts(config, SLAY_ID)
@@ -151,6 +152,7 @@ def _on_terminal(home: Path, env_from: Config, args: list[str], answer: bytes) -
     return code, seen.decode(errors="replace")
 
 
+@pytest.mark.subprocess
 def test_a_terminal_is_asked_first(run, config: Config, home: Path, indexed: Path) -> None:
     code, screen = _on_terminal(home, config, [SLAY_ID[:8]], b"n\n")
     assert code == 2 and SLAY_ID[:8] in screen and "nothing forgotten" in screen

@@ -40,6 +40,8 @@ COMMANDS = {
     "computers": "memex.cli.computers:computers_command",
     "mcp": "memex.cli.mcp:mcp_command",
     "forget": "memex.cli.forget:forget_command",
+    "doctor": "memex.cli.doctor:doctor_command",
+    "export": "memex.cli.export:export_command",
 }
 
 

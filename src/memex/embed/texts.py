@@ -152,6 +152,6 @@ def embed_texts(conn: sqlite3.Connection, level: str, owner_ids: Iterable[int], 
         rows = conn.execute(f"SELECT id, full_text, tool_summary FROM turns WHERE id IN ({marks})", ids)
         return {r[0]: turn_embed_text(r[1], r[2], config) for r in rows}
     if level == "session":
-        texts = {owner: session_summary(conn, owner, config) for owner in ids}
-        return {owner: text for owner, text in texts.items() if text is not None}
+        summaries = {owner: session_summary(conn, owner, config) for owner in ids}
+        return {owner: text for owner, text in summaries.items() if text is not None}
     raise ValueError(f"unknown level {level!r}")

@@ -54,3 +54,12 @@ def add_computer_tombstone(conn: sqlite3.Connection, computer: str, origin: str,
         "VALUES (?, ?, ?, ?, NULL)",
         (EVERY_SESSION, computer, origin, when),
     )
+
+
+def received_mirrors(conn: sqlite3.Connection, computer: str) -> int:
+    """How many mirrors received from `computer` this store holds."""
+    return conn.execute(
+        "SELECT count(*) FROM mirror_records WHERE computer = ? "
+        "AND session_id NOT IN (SELECT session_id FROM sessions)",
+        (computer,),
+    ).fetchone()[0]

@@ -1,7 +1,7 @@
 """Every session the user can look at: indexed here, and known by another computer's mirror.
 
 `memex sessions list` shows both, newest first; a session seen only through its mirror has no turn count
-or subagents here (its conversation's messages are counted instead), and is marked with its computer.
+or subagents here, and is marked with its computer.
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ def received_sessions(conn: sqlite3.Connection, filters: Filters, limit: int, co
         params.append(computer)
     rows = conn.execute(
         "SELECT m.session_id, m.agent, m.computer, m.project AS project_dir, m.title, m.timestamp_start AS started_at, "
-        "m.timestamp_end AS ended_at, json_array_length(m.metadata, '$.messages') AS messages, "
-        "json_extract(m.metadata, '$.prs') AS prs "
+        "m.timestamp_end AS ended_at, json_extract(m.metadata, '$.prs') AS prs "
         f"FROM mirror_records m{where(clauses)} "
         "ORDER BY m.timestamp_start IS NULL, m.timestamp_start DESC, m.session_id LIMIT ?",
         [*params, limit],

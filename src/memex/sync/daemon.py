@@ -32,7 +32,6 @@ from typing import IO, Any
 
 import memex
 from memex.api import Memex
-from memex.computers import follow_rename
 from memex.config import Config
 from memex.errors import UserError
 from memex.ingest.indexer import default_roots
@@ -128,7 +127,8 @@ class Daemon:
         self._take_lock()
         token = ensure_token(self.config)
         self.watcher.baseline()  # before the index: a change made during it is seen by the next scan
-        for old, moved in (self._guard("rename", lambda: follow_rename(self.conn, self.config)) or {}).items():
+        renamed = self._guard("rename", lambda: Memex(self.config, self.conn).follow_rename()) or {}
+        for old, moved in renamed.items():
             log.warning("the computer %r is now %r: %d sessions follow the new name", old, self.config.computer, moved)
         if index:
             self._index_pending = True
@@ -320,6 +320,16 @@ class Daemon:
         self._next_due_check = next_check
         return outbox.enqueue(self.conn, self.config.computer, due, self.config.sync_batch) if due else 0
 
+    def _send_forgets(self) -> int:
+        """Tell the other computers what the user forgot here (`memex forget`, `memex computers forget`)."""
+        assert self.link is not None
+        sent = forgets.publish(
+            self.conn, self.link.redis, self.keys, self.config.computer, self.config.stream_max_entries
+        )
+        if sent:
+            log.info("published %d forgettings", sent)
+        return sent
+
     def _send(self) -> int:
         assert self.link is not None and self.link.epoch is not None
         c = self.config
@@ -328,16 +338,6 @@ class Daemon:
         )
         if sent:
             log.info("published %d mirrors", sent)
-        return sent
-
-    def _send_forgets(self) -> int:
-        """Tell the other computers what the user forgot here (`memex forget`)."""
-        assert self.link is not None
-        sent = forgets.publish(
-            self.conn, self.link.redis, self.keys, self.config.computer, self.config.stream_max_entries
-        )
-        if sent:
-            log.info("published %d forgotten sessions", sent)
         return sent
 
     def _heartbeat(self) -> None:

@@ -1,0 +1,123 @@
+"""One conversation, exported for sharing: Markdown, JSON or a self-contained HTML page.
+
+What is exported is the session's mirror (the user's and the assistant's words, no tools, no thinking),
+with secrets redacted as for a mirror that leaves this computer (unless asked otherwise). Works for a
+session indexed here and for one known only by another computer's mirror.
+"""
+
+from __future__ import annotations
+
+import html
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from memex.errors import UserError
+from memex.mirrors.build import build_mirror, get_mirror, redact_mirror
+from memex.mirrors.model import LABELS, Mirror
+
+FORMATS = ("md", "json", "html")
+
+
+@dataclass
+class Conversation:
+    """What an export holds: who, where, when, and the messages."""
+
+    session_id: str
+    title: str | None
+    agent: str
+    computer: str
+    project: str | None
+    started_at: str | None
+    ended_at: str | None
+    messages: list[dict[str, Any]]
+    redacted: int
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+def conversation(conn: sqlite3.Connection, session_id: str, computer: str, redact: bool = True) -> Conversation:
+    """The conversation of a session (local: rebuilt from its entries when its mirror is not this
+    computer's; else the mirror received)."""
+    local = conn.execute("SELECT computer FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+    mirror: Mirror | None = get_mirror(conn, session_id, computer)
+    if local is not None and (mirror is None or mirror.computer != local[0]):
+        mirror = build_mirror(conn, session_id)
+    if mirror is None:
+        raise UserError(f"session {session_id} has no conversation to export (only tool work)")
+    count = 0
+    if redact:
+        mirror, count = redact_mirror(mirror)
+    return Conversation(
+        mirror.session_id,
+        mirror.title,
+        mirror.agent,
+        mirror.computer,
+        mirror.project,
+        mirror.timestamp_start,
+        mirror.timestamp_end,
+        mirror.messages(),
+        count,
+    )
+
+
+def _meta_line(item: Conversation) -> str:
+    parts = [item.session_id, item.agent, f"on {item.computer}"]
+    if item.project:
+        parts.append(item.project)
+    if item.started_at:
+        parts.append(item.started_at)
+    return " · ".join(parts)
+
+
+def to_markdown(item: Conversation) -> str:
+    lines = [f"# {item.title or 'Untitled session'}", "", f"_{_meta_line(item)}_", ""]
+    for message in item.messages:
+        label = LABELS[message["role"]]
+        when = f" · {message['timestamp']}" if message["timestamp"] else ""
+        lines += [f"## {label}{when}", "", message["text"].rstrip(), ""]
+    return "\n".join(lines)
+
+
+def to_json(item: Conversation) -> str:
+    return orjson.dumps(item.to_json(), option=orjson.OPT_INDENT_2).decode() + "\n"
+
+
+_CSS = (
+    "body{font:15px/1.5 system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;color:#222}"
+    ".meta{color:#666}.message{margin:1.2rem 0;padding:.6rem 1rem;border-radius:6px}"
+    ".user{background:#eef6ee}.assistant{background:#f2f4fa}.summary{background:#f7f0f7}"
+    ".who{font-weight:600}.when{color:#777;font-weight:400}pre{white-space:pre-wrap;margin:.4rem 0 0;font:inherit}"
+)
+
+
+def to_html(item: Conversation) -> str:
+    """A page with no script and no remote resource; every piece of the transcript is escaped."""
+    title = html.escape(item.title or "Untitled session")
+    parts = [
+        "<!doctype html>",
+        '<html><head><meta charset="utf-8">',
+        f"<title>{title}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{title}</h1>",
+        f'<p class="meta">{html.escape(_meta_line(item))}</p>',
+    ]
+    for message in item.messages:
+        role = message["role"]
+        when = f' <span class="when">{html.escape(message["timestamp"])}</span>' if message["timestamp"] else ""
+        parts.append(
+            f'<div class="message {role}"><div class="who">{html.escape(LABELS[role])}{when}</div>'
+            f"<pre>{html.escape(message['text'])}</pre></div>"
+        )
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+RENDERERS = {"md": to_markdown, "json": to_json, "html": to_html}
+
+
+def render(item: Conversation, fmt: str) -> str:
+    """The conversation in format `fmt` (md, json, html)."""
+    return RENDERERS[fmt](item)
