@@ -172,9 +172,10 @@ class Memex:
         EmbedBusy when another worker runs, EmbedderUnavailable without a model; resumable at any moment."""
         from memex.embed.worker import drain, pending_count, requeue_stale, worker_lock
 
+        conn = self.conn  # first: a store that cannot be written says so before the lock file is made
         with worker_lock(self.config.home):
             if on_start is None:
-                return drain(self.conn, self.config, max_jobs=max_jobs, on_batch=on_batch)
+                return drain(conn, self.config, max_jobs=max_jobs, on_batch=on_batch)
             requeue_stale(self.conn, self.config.model_version)
             waiting = pending_count(self.conn)
             on_start(waiting if max_jobs is None else min(max_jobs, waiting))
