@@ -66,6 +66,7 @@ def queued(run, home: Path, tmp_path: Path) -> Path:
     return home
 
 
+@pytest.mark.model  # embeds a few hundred texts
 def test_ctrl_c_stops_embed_and_says_what_was_kept(queued: Path) -> None:
     total = count(queued, "SELECT count(*) FROM embed_jobs WHERE status = 'pending'")
     process = start("embed", MEMEX_EMBED_BATCH_SIZE="2")
