@@ -13,7 +13,9 @@ clear line (its `exit_code`: 1 something failed, 2 the request cannot be done as
     ├── ApiFailure                what the HTTP API answers with an error status
     ├── WireError (ValueError)    a payload that cannot be read as a mirror
     ├── ChatTooLarge (ValueError) a chat kept as one JSON document is over max_line_bytes
-    └── NotRegularFile (OSError)  a path that is not a regular file
+    ├── NotRegularFile (OSError)  a path that is not a regular file
+    ├── ArchiveCorrupt            an archive file whose pieces do not hold what they say
+    └── SourceChanged (OSError)   a transcript shrank while the archive copied it
 """
 
 
@@ -87,3 +89,11 @@ class ChatTooLarge(MemexError, ValueError):
 
 class NotRegularFile(MemexError, OSError):
     """The path is not a regular file (a FIFO, a device, a socket, a folder)."""
+
+
+class ArchiveCorrupt(MemexError):
+    """An archive file whose complete pieces do not hold what their descriptions say."""
+
+
+class SourceChanged(MemexError, OSError):
+    """The transcript shrank while it was copied (it is copied again on the next run)."""

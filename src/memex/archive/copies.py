@@ -31,6 +31,7 @@ from typing import BinaryIO
 
 from memex.archive import frames
 from memex.config import Config
+from memex.errors import SourceChanged
 from memex.sources.files import open_regular
 from memex.store.archive import ArchiveRow, archive_row, mark_source_gone, save_archive_row
 from memex.store.db import make_private_folder, open_private, transaction
@@ -40,10 +41,6 @@ from memex.store.db import make_private_folder, open_private, transaction
 # bytes, so it is done every few dozen turns.
 COMPACT_PIECES = 24
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
-
-
-class SourceChanged(OSError):
-    """The transcript shrank while it was copied (it is copied again on the next run)."""
 
 
 @dataclass(frozen=True)

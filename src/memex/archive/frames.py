@@ -26,6 +26,8 @@ from typing import Any, BinaryIO
 import orjson
 import zstandard
 
+from memex.errors import ArchiveCorrupt
+
 FORMAT = 1
 # Skippable frames are 0x184D2A50..5F; this one is memex's.
 SKIPPABLE_MAGIC = 0x184D2A5E
@@ -37,10 +39,6 @@ PIECE_MAX_BYTES = 8 * 1_048_576
 HEAD_BYTES = 4_096
 # A description is a few dozen bytes; anything far larger is not one of ours.
 MAX_META_BYTES = 65_536
-
-
-class ArchiveCorrupt(Exception):
-    """An archive file whose complete pieces do not hold what their descriptions say."""
 
 
 def digest(data: bytes) -> str:
