@@ -40,6 +40,7 @@ COMMANDS = {
     "computers": "memex.cli.computers:computers_command",
     "mcp": "memex.cli.mcp:mcp_command",
     "forget": "memex.cli.forget:forget_command",
+    "web": "memex.cli.web:web_command",
 }
 
 
