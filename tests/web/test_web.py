@@ -4,7 +4,11 @@ escaping of a hostile title."""
 
 from __future__ import annotations
 
+import http.client
 import re
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -223,3 +227,27 @@ def test_before_any_index_the_list_is_empty(home: Path) -> None:
 
 def test_codex_fixture_is_the_one_forgotten() -> None:
     assert CODEX_ID in CODEX_SHORT.name
+
+
+@pytest.mark.subprocess
+def test_the_command_serves_until_ctrl_c(corpus: Config) -> None:
+    """`memex web --port 0 --no-open` in its own process: it says where it listens, serves, and stops on Ctrl-C."""
+    memex = Path(sys.executable).with_name("memex")
+    process = subprocess.Popen([str(memex), "web", "--port", "0", "--no-open"], stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        found = re.search(r"serving http://127\.0\.0\.1:(\d+)/", line)
+        assert found, line
+        connection = http.client.HTTPConnection("127.0.0.1", int(found.group(1)), timeout=60)
+        connection.request("GET", f"/s/{SUBAGENT_SESSION[:8]}")
+        answer = connection.getresponse()
+        assert answer.status == 200 and "zebra token rotation" in answer.read().decode()
+        connection.close()
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 0
+        assert "stopped" in process.stderr.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

@@ -33,10 +33,12 @@ def web_command(app: App, host: str, port: int, no_open: bool, allow_remote: boo
     server = WebServer(app.config, host, port, token)
     server.start()
     link = server.url + (f"?token={token}" if token else "")
-    app.say("memex web", f"serving {server.url} (Ctrl-C stops)")
+    app.say("memex web", f"serving {link} (Ctrl-C stops)")
     if not no_open:
         webbrowser.open(link)
     try:
         server.wait()
+    except KeyboardInterrupt:  # Ctrl-C is how the viewer is stopped: not an error
+        app.say("memex web", "stopped")
     finally:
         server.stop()
