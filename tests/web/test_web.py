@@ -56,6 +56,13 @@ def test_sessions_filters(web: Browser, query: str, present: set[str], absent: s
     assert present <= links and not absent & links
 
 
+def test_the_forms_empty_fields_filter_nothing(web: Browser) -> None:
+    page = web.get("/?project=&agent=codex&computer=&since=&until=&pr=")
+    assert page.status == 200 and session_links(page.body) == {CODEX_ID}
+    found = web.get("/search?q=zebra&mode=lexical&level=&project=&agent=&since=&until=&session=&file=&pr=&limit=")
+    assert found.status == 200 and "<mark>zebra</mark>" in found.body
+
+
 def test_a_bad_filter_is_one_clear_message(web: Browser) -> None:
     page = web.get("/?since=yesterdayish")
     assert page.status == 400

@@ -47,7 +47,7 @@ def _environment(config: Config) -> jinja2.Environment:
 
 
 def _int(value: str | None, default: int, name: str, low: int = 1, high: int = 500) -> int:
-    if not value:
+    if not value:  # a form sends its empty fields too (`limit=`): the default then
         return default
     if not value.strip().isdigit() or not low <= int(value) <= high:
         raise UserError(f"{name} must be a whole number from {low} to {high}, got {value!r}")
@@ -75,7 +75,8 @@ class Pages:
     def sessions(self, request: Request) -> Response:
         params = request.query_params
         limit = _int(params.get("limit"), 100, "limit", high=10_000)
-        filters = Filters.parse({name: params.get(name) for name in LIST_FILTERS})
+        # A form sends its empty fields too (`pr=`): an empty value filters nothing.
+        filters = Filters.parse({name: params.get(name) or None for name in LIST_FILTERS})
         computer, local = params.get("computer") or None, bool(params.get("local"))
         if not self.config.db_path.exists():
             found = []
@@ -102,7 +103,7 @@ class Pages:
             raise UserError(f"unknown search mode or level: {mode!r}, {level!r}")
         limit = _int(params.get("limit"), 20, "limit")
         per_session = _int(params.get("per_session"), 1, "per_session", high=50)
-        filters = Filters.parse({name: params.get(name) for name in SEARCH_FILTERS})
+        filters = Filters.parse({name: params.get(name) or None for name in SEARCH_FILTERS})
         found = None
         if query:
             with self.memex() as memex:
