@@ -42,6 +42,7 @@ def _environment(config: Config) -> jinja2.Environment:
     env.filters["when"] = render.short_time
     env.filters["project"] = render.project_name
     env.filters["short"] = lambda sid: (sid or "")[:8]
+    env.tests["web_link"] = render.is_web_link
     env.globals.update(marked=render.marked, folded=render.folded, labels=LABELS, this_computer=config.computer)
     return env
 

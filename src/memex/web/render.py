@@ -25,6 +25,11 @@ def project_name(project_dir: str | None) -> str:
     return project_dir.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1] or project_dir
 
 
+def is_web_link(url: str) -> bool:
+    """True for an http(s) address: the only links made of a transcript's text (never `javascript:`)."""
+    return url.lower().startswith(("https://", "http://"))
+
+
 def marked(text: str, spans: list[list[int]] | None) -> list[tuple[str, bool]]:
     """An excerpt of `text` around its first span as (piece, highlighted) pieces: the query's words (`spans`,
     [start, end) offsets into `text`) marked, the rest plain."""
