@@ -356,6 +356,16 @@ class Memex:
         mirror = self._mirror_of(info)
         return SessionView(info, _mirror_json(mirror) if mirror else None)
 
+    def session_files(self, session_id: str) -> list[tuple[str, list[str]]]:
+        """The files a session indexed here touched (its own turns), each with the tools that touched it, by
+        path; none for a session known only by its mirror."""
+        from memex.store.queries import session_file_tools
+
+        tools: dict[str, set[str]] = {}
+        for row in session_file_tools(self.conn, session_id):
+            tools.setdefault(row["file_path"], set()).add(row["tool_name"] or "")
+        return [(path, sorted(t for t in tools[path] if t)) for path in sorted(tools)]
+
     def raw(self, session: str, *, agent: str | None = None) -> Iterator[bytes]:
         """A session's transcript file as it is, in blocks: read here, or fetched from the computer it ran on."""
 

@@ -42,6 +42,7 @@ COMMANDS = {
     "forget": "memex.cli.forget:forget_command",
     "doctor": "memex.cli.doctor:doctor_command",
     "export": "memex.cli.export:export_command",
+    "web": "memex.cli.web:web_command",
 }
 
 

@@ -1,0 +1,172 @@
+"""The viewer's pages. Each parses its request, calls one `Memex` method on a face opened for that request
+(read-only, but for forget) and renders a template; a `MemexError` becomes an error page."""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from importlib.resources import files
+from typing import Any
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from memex.api import Memex
+from memex.config import Config
+from memex.errors import MemexError, UserError
+from memex.mirrors.model import LABELS
+from memex.store.queries import Filters
+from memex.web import render
+from memex.web.guard import Guard
+
+SEARCH_MODES = ("hybrid", "lexical", "semantic")
+SEARCH_LEVELS = ("", "turn", "chunk", "session")
+LIST_FILTERS = ("project", "agent", "since", "until", "pr")
+SEARCH_FILTERS = ("project", "agent", "since", "until", "session", "file", "pr")
+
+
+def _environment(config: Config) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("memex.web", "templates"),
+        autoescape=True,  # every value a page shows is escaped (titles and transcripts are anyone's text)
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["when"] = render.short_time
+    env.filters["project"] = render.project_name
+    env.filters["short"] = lambda sid: (sid or "")[:8]
+    env.tests["web_link"] = render.is_web_link
+    env.globals.update(marked=render.marked, folded=render.folded, labels=LABELS, this_computer=config.computer)
+    return env
+
+
+def _int(value: str | None, default: int, name: str, low: int = 1, high: int = 500) -> int:
+    if not value:  # a form sends its empty fields too (`limit=`): the default then
+        return default
+    if not value.strip().isdigit() or not low <= int(value) <= high:
+        raise UserError(f"{name} must be a whole number from {low} to {high}, got {value!r}")
+    return int(value)
+
+
+class Pages:
+    """The routes, over one configuration."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.env = _environment(config)
+        self.secret = secrets.token_urlsafe(24)  # the forget form's: a page of another site cannot know it
+
+    @contextmanager
+    def memex(self, readonly: bool = True) -> Iterator[Memex]:
+        with Memex(self.config, readonly=readonly) as face:
+            yield face
+
+    def page(self, name: str, status: int = 200, **values: Any) -> HTMLResponse:
+        return HTMLResponse(self.env.get_template(name).render(**values), status)
+
+    # --- pages ----------------------------------------------------------------------------------------
+
+    def sessions(self, request: Request) -> Response:
+        params = request.query_params
+        limit = _int(params.get("limit"), 100, "limit", high=10_000)
+        # A form sends its empty fields too (`pr=`): an empty value filters nothing.
+        filters = Filters.parse({name: params.get(name) or None for name in LIST_FILTERS})
+        computer, local = params.get("computer") or None, bool(params.get("local"))
+        if not self.config.db_path.exists():
+            found = []
+        else:
+            with self.memex() as memex:
+                found = memex.sessions(filters, limit, computer=computer, local=local)
+        return self.page("sessions.html", sessions=found, params=params, limit=limit)
+
+    def show(self, request: Request) -> Response:
+        turns = bool(request.query_params.get("turns"))
+        with self.memex() as memex:
+            view = memex.show(request.path_params["session"], turns=turns)
+            session_id = view.session["session_id"]
+            local = memex.is_local(session_id)
+            files_touched = memex.session_files(session_id) if local else []
+        return self.page("show.html", view=view, local=local, files=files_touched, turns=turns)
+
+    def search(self, request: Request) -> Response:
+        params = request.query_params
+        query = (params.get("q") or "").strip()
+        mode = params.get("mode") or "hybrid"
+        level = params.get("level") or ""
+        if mode not in SEARCH_MODES or level not in SEARCH_LEVELS:
+            raise UserError(f"unknown search mode or level: {mode!r}, {level!r}")
+        limit = _int(params.get("limit"), 20, "limit")
+        per_session = _int(params.get("per_session"), 1, "per_session", high=50)
+        filters = Filters.parse({name: params.get(name) or None for name in SEARCH_FILTERS})
+        found = None
+        if query:
+            with self.memex() as memex:
+                found = memex.search(
+                    query, filters, limit=limit, mode=mode, level=level or None, per_session=per_session
+                )
+        return self.page(
+            "search.html", found=found, query=query, params=params, modes=SEARCH_MODES, levels=SEARCH_LEVELS
+        )
+
+    def related(self, request: Request) -> Response:
+        with self.memex() as memex:
+            session_id = memex.resolve_session(request.path_params["session"])
+            if not memex.related_ready():  # computing the file vectors would write: the CLI does that once
+                return self.page("related.html", session_id=session_id, found=None)
+            found = memex.related_sessions(session_id, limit=_int(request.query_params.get("limit"), 10, "limit"))
+        return self.page("related.html", session_id=session_id, found=found)
+
+    def forget_confirm(self, request: Request) -> Response:
+        with self.memex() as memex:
+            targets = memex.forget_targets([request.path_params["session"]])
+        return self.page("forget.html", targets=targets, secret=self.secret, report=None)
+
+    async def forget(self, request: Request) -> Response:
+        form = await request.form()
+        given = str(form.get("secret", ""))
+        if not hmac.compare_digest(given.encode(), self.secret.encode()):
+            raise UserError("this form is stale or not from this viewer: open the session's forget page again")
+        session = request.path_params["session"]
+        return await _in_thread(lambda: self._forget(session))
+
+    def _forget(self, session: str) -> Response:
+        with self.memex(readonly=False) as memex:
+            targets = memex.forget_targets([session])
+            report, published, problem = memex.forget(targets)
+        return self.page("forget.html", targets=targets, secret="", report=report, published=published, note=problem)
+
+    async def failure(self, request: Request, exc: Exception) -> Response:
+        status = 404 if str(exc).startswith("no session") else 400
+        return self.page("error.html", status, message=str(exc))
+
+
+async def _in_thread(work: Callable[[], Response]) -> Response:
+    from starlette.concurrency import run_in_threadpool
+
+    return await run_in_threadpool(work)
+
+
+def build_app(config: Config, token: str | None = None) -> Guard:
+    """The viewer as an ASGI app; `token` (served beyond loopback) is then required on every request."""
+    pages = Pages(config)
+    static = StaticFiles(directory=str(files("memex.web") / "static"))
+    app = Starlette(
+        routes=[
+            Route("/", pages.sessions),
+            Route("/search", pages.search),
+            Route("/s/{session}", pages.show),
+            Route("/s/{session}/related", pages.related),
+            Route("/s/{session}/forget", pages.forget_confirm, methods=["GET"]),
+            Route("/s/{session}/forget", pages.forget, methods=["POST"]),
+            Mount("/static", static, name="static"),
+        ],
+        exception_handlers={MemexError: pages.failure},
+    )
+    return Guard(app, token)

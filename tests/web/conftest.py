@@ -1,0 +1,55 @@
+"""A real corpus indexed into a test MEMEX_HOME, a received mirror with a hostile title, and the viewer
+served over a real socket on 127.0.0.1."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from corpus import CODEX_SHORT, HILLVIEW, LIVE_CLAUDE
+from memex.config import Config
+from memex.mirrors.build import build_mirror, store_mirror
+from memex.store.db import connect
+from memex.web.server import WebServer
+from transcripts import ClaudeSession, simple_turn
+from webtools import HOSTILE, LONG_ANSWER, LONG_SESSION, MIRRORED, SUBAGENT_SESSION, Browser
+
+
+@pytest.fixture
+def corpus(run, tmp_path: Path, config: Config) -> Config:
+    """HillviewCap's sessions, a live Claude Code session with subagents, a Codex rollout, indexed; and a
+    mirror received from the computer `laptop` whose title is hostile HTML."""
+    projects = tmp_path / "claude-projects"
+    shutil.copytree(HILLVIEW, projects / HILLVIEW.name)
+    shutil.copytree(LIVE_CLAUDE / "-home-dev-proj", projects / "-home-dev-proj")
+    codex = tmp_path / "codex-sessions" / "2025" / "11" / "13"
+    codex.mkdir(parents=True)
+    shutil.copy(CODEX_SHORT, codex / CODEX_SHORT.name)
+    simple_turn(
+        ClaudeSession(projects / "-home-dev-shop" / f"{LONG_SESSION}.jsonl", LONG_SESSION), "show the log", LONG_ANSWER
+    )
+    assert run("index").exit_code == 0
+    conn = connect(config.db_path)
+    try:
+        mirror = build_mirror(conn, SUBAGENT_SESSION)
+        assert mirror is not None
+        received = dataclasses.replace(mirror, session_id=MIRRORED, computer="laptop", title=HOSTILE)
+        store_mirror(conn, received)
+        conn.commit()
+    finally:
+        conn.close()
+    return config
+
+
+@pytest.fixture
+def web(corpus: Config) -> Iterator[Browser]:
+    server = WebServer(corpus)
+    server.start()
+    try:
+        yield Browser(server)
+    finally:
+        server.stop()

@@ -1,0 +1,110 @@
+"""The viewer in a real browser: Playwright driving the system's Chromium (never a downloaded one), one
+screenshot per page, what a person sees and clicks. Skipped where no `chromium` is installed (CI installs
+Debian's: .ci/run)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from webtools import HOSTILE, LONG_SESSION, MIRRORED, SUBAGENT_SESSION, Browser
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(CHROMIUM is None, reason="no chromium on this machine (CI installs Debian's)"),
+]
+
+
+@pytest.fixture
+def browser_page(web: Browser, tmp_path: Path) -> Iterator[tuple[object, str, Path]]:
+    from playwright.sync_api import sync_playwright
+
+    screens = Path(os.environ.get("MEMEX_SCREENSHOTS") or tmp_path / "screens")
+    screens.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = chromium.new_page(viewport={"width": 1200, "height": 900})
+            dialogs: list[str] = []
+            page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+            yield page, f"http://127.0.0.1:{web.server.port}", screens
+            assert dialogs == []  # the hostile title never ran as script
+        finally:
+            chromium.close()
+
+
+def shot(page, screens: Path, name: str) -> None:
+    path = screens / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    assert path.stat().st_size > 1_000
+
+
+def test_every_page_in_a_browser(browser_page) -> None:
+    page, base, screens = browser_page
+    page.goto(base + "/")
+    assert page.title() == "Sessions · memex"
+    assert page.locator("tr.mirror").count() == 1 and "laptop" in page.locator("tr.mirror").inner_text()
+    assert page.get_by_text(HOSTILE, exact=True).count() == 1  # shown as text, not run as markup
+    shot(page, screens, "sessions")
+
+    page.fill("input[name=agent]", "codex")
+    page.click("form.filters button[type=submit]")
+    assert "agent=codex" in page.url and page.locator("tbody tr").count() == 1
+    shot(page, screens, "sessions-codex")
+
+    page.goto(base + "/")
+    page.click(f'a.title[href="/s/{SUBAGENT_SESSION}"]')
+    assert page.locator("h1").inner_text().startswith("MOCK-READ /home/dev/proj/notes.md")
+    assert page.locator("article.message.user").count() >= 2
+    assert "Subagents (1)" in page.locator("section.subagents").inner_text()
+    shot(page, screens, "conversation")
+
+    page.click("text=Turns, tools and subagents")
+    sub = page.locator("article.turn.subagent")
+    assert sub.count() == 1 and "SUBAGENT-TASK" in sub.inner_text()
+    tools = page.locator("details.tools").first
+    assert not tools.locator("pre").is_visible()
+    tools.locator("summary").click()
+    assert tools.locator("pre").is_visible() and "Read ×1" in tools.locator("pre").inner_text()
+    shot(page, screens, "turns")
+
+    page.goto(f"{base}/s/{LONG_SESSION}")
+    assert not page.get_by_text("TAIL-MARKER").is_visible()
+    page.locator("details.more summary").first.click()
+    assert page.get_by_text("TAIL-MARKER").is_visible()
+    shot(page, screens, "folded")
+
+    page.goto(base + "/search")
+    page.fill("input.q", "zebra rotation")
+    page.select_option("select[name=mode]", "lexical")
+    page.click("form.filters button[type=submit]")
+    marks = page.locator("ol.hits mark").all_inner_texts()
+    assert {"zebra", "rotation"} <= {m.lower() for m in marks}
+    shot(page, screens, "search")
+
+    page.goto(f"{base}/s/{SUBAGENT_SESSION}/related")
+    assert "memex find-related sessions" in page.locator("main").inner_text()
+    shot(page, screens, "related")
+
+    page.goto(f"{base}/s/{MIRRORED}")
+    assert page.locator("h1").inner_text() == HOSTILE
+    shot(page, screens, "mirror")
+
+
+def test_forget_in_a_browser(browser_page) -> None:
+    page, base, screens = browser_page
+    page.goto(f"{base}/s/{LONG_SESSION}")
+    page.click("text=Forget…")
+    assert page.locator("h1").inner_text() == "Forget for good?"
+    shot(page, screens, "forget-confirm")
+    page.click("button.danger")
+    assert page.locator("h1").inner_text() == "Forgotten"
+    assert "Forgot 1 session" in page.locator("main").inner_text()
+    shot(page, screens, "forgotten")
+    page.goto(base + "/")
+    assert page.locator(f'a.title[href="/s/{LONG_SESSION}"]').count() == 0

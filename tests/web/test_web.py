@@ -1,0 +1,260 @@
+"""`memex web` over a real socket on 127.0.0.1, against a real indexed corpus: each page's content, the
+filters, search highlights, a session with subagents, forget with its confirmation, who may ask, and the
+escaping of a hostile title."""
+
+from __future__ import annotations
+
+import http.client
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from corpus import CODEX_SHORT
+from memex.config import Config
+from memex.web.server import WebServer
+from webtools import HOSTILE, LONG_SESSION, MIRRORED, SUBAGENT_SESSION, Browser
+
+CODEX_ID = "019a802a-aab1-7c31-9831-d2510c7a74a2"
+ESCAPED = "&lt;script&gt;alert(&#34;pwned&#34;)&lt;/script&gt; &amp; &lt;b&gt;bold&lt;/b&gt;"
+
+
+def session_links(body: str) -> set[str]:
+    return set(re.findall(r'class="title" href="/s/([^"]+)"', body))
+
+
+def test_sessions_list_marks_mirrors_and_subagents(web: Browser) -> None:
+    page = web.get("/")
+    assert page.status == 200
+    assert page.headers["content-type"].startswith("text/html")
+    links = session_links(page.body)
+    assert {SUBAGENT_SESSION, MIRRORED, CODEX_ID} <= links
+    assert "7de1dd02-d3f9-49aa-8911-7d5b98666a03" in links  # HillviewCap
+    row = re.search(r'<tr class="mirror">.*?</tr>', page.body, re.S)
+    assert row is not None and "laptop" in row.group(0) and "badge mirror" in row.group(0)
+    assert "+1 subagents" in page.body
+
+
+@pytest.mark.parametrize(
+    ("query", "present", "absent"),
+    [
+        ("agent=codex", {CODEX_ID}, {SUBAGENT_SESSION, MIRRORED}),
+        ("computer=laptop", {MIRRORED}, {SUBAGENT_SESSION, CODEX_ID}),
+        ("local=1", {SUBAGENT_SESSION, CODEX_ID}, {MIRRORED}),
+        ("project=proj", {SUBAGENT_SESSION, MIRRORED}, {CODEX_ID, "7de1dd02-d3f9-49aa-8911-7d5b98666a03"}),
+        ("since=2026-11-01", {SUBAGENT_SESSION}, {"7de1dd02-d3f9-49aa-8911-7d5b98666a03", CODEX_ID}),
+        ("until=2025-12-31", {"7de1dd02-d3f9-49aa-8911-7d5b98666a03"}, {SUBAGENT_SESSION}),
+    ],
+)
+def test_sessions_filters(web: Browser, query: str, present: set[str], absent: set[str]) -> None:
+    page = web.get(f"/?{query}")
+    assert page.status == 200
+    links = session_links(page.body)
+    assert present <= links and not absent & links
+
+
+def test_the_forms_empty_fields_filter_nothing(web: Browser) -> None:
+    page = web.get("/?project=&agent=codex&computer=&since=&until=&pr=")
+    assert page.status == 200 and session_links(page.body) == {CODEX_ID}
+    found = web.get("/search?q=zebra&mode=lexical&level=&project=&agent=&since=&until=&session=&file=&pr=&limit=")
+    assert found.status == 200 and "<mark>zebra</mark>" in found.body
+
+
+def test_a_bad_filter_is_one_clear_message(web: Browser) -> None:
+    page = web.get("/?since=yesterdayish")
+    assert page.status == 400
+    assert "yesterdayish" in page.body and "Traceback" not in page.body
+    assert web.get("/?agent=nobody").status == 400
+
+
+def test_conversation_with_subagents_files_and_folding(web: Browser) -> None:
+    page = web.get(f"/s/{SUBAGENT_SESSION[:8]}")
+    assert page.status == 200
+    assert "MOCK-READ /home/dev/proj/notes.md check the zebra token rotation notes" in page.body
+    assert page.body.count('class="message user"') >= 2 and 'class="message assistant"' in page.body
+    assert "Subagents (1)" in page.body and "a6464d481e77bfaa0" in page.body and "List project files" in page.body
+    assert "<code>notes.md</code>" in page.body  # the files it touched
+    assert f'href="/s/{SUBAGENT_SESSION}/related"' in page.body
+
+
+def test_turns_nest_subagents_and_collapse_tools(web: Browser) -> None:
+    page = web.get(f"/s/{SUBAGENT_SESSION}?turns=1")
+    assert page.status == 200
+    sub = re.search(r'<article class="turn subagent".*?</article>', page.body, re.S)
+    assert sub is not None
+    assert "subagent a6464d481e77bfaa0" in sub.group(0) and "SUBAGENT-TASK" in sub.group(0)
+    assert '<details class="tools"><summary>Tools</summary><pre>Tools: Read ×1, Bash ×1' in page.body
+
+
+def test_long_outputs_are_folded(web: Browser) -> None:
+    for path in (f"/s/{LONG_SESSION}", f"/s/{LONG_SESSION}?turns=1"):
+        page = web.get(path)
+        assert page.status == 200
+        head, _, folded = page.body.partition('<details class="more"><summary>')
+        assert "line 0 of a long build log" in head and "TAIL-MARKER" not in head, path
+        assert "TAIL-MARKER" in folded, path
+
+
+def test_received_mirror_shows_its_conversation_and_escapes_its_title(web: Browser) -> None:
+    page = web.get(f"/s/{MIRRORED}")
+    assert page.status == 200
+    assert "on laptop" in page.body and 'class="message user"' in page.body
+    assert HOSTILE not in page.body and "<script>" not in page.body
+    assert f"<h1>{ESCAPED}</h1>" in page.body
+    assert "?turns=1" not in page.body  # no turns for a session of another computer
+
+
+def test_hostile_title_is_escaped_everywhere(web: Browser) -> None:
+    for path in ("/", "/?computer=laptop", "/search?q=zebra&mode=lexical", f"/s/{MIRRORED}/forget"):
+        page = web.get(path)
+        assert page.status == 200, path
+        assert "<script>" not in page.body and ESCAPED in page.body, path
+
+
+def test_search_highlights_the_query_words(web: Browser) -> None:
+    page = web.get("/search?q=zebra+rotation&mode=lexical")
+    assert page.status == 200
+    assert "<mark>zebra</mark>" in page.body and "<mark>rotation</mark>" in page.body
+    assert f'href="/s/{SUBAGENT_SESSION}?turns=1"' in page.body
+    assert "No matching turns" not in page.body
+
+
+def test_search_filters_and_modes(web: Browser) -> None:
+    only_codex = web.get("/search?q=zebra&mode=lexical&agent=codex")
+    assert only_codex.status == 200 and "No matching turns." in only_codex.body
+    one_session = web.get(f"/search?q=subagent&mode=lexical&session={SUBAGENT_SESSION[:8]}&limit=5")
+    assert one_session.status == 200
+    assert set(re.findall(r'href="/s/([0-9a-f-]{36})', one_session.body)) == {SUBAGENT_SESSION}
+    assert web.get("/search?q=zebra&mode=telepathy").status == 400
+    assert web.get("/search?q=zebra&limit=abc").status == 400
+    form = web.get("/search")
+    assert form.status == 200 and '<ol class="hits">' not in form.body
+
+
+def test_unknown_session_is_not_found(web: Browser) -> None:
+    page = web.get("/s/00000000deadbeef")
+    assert page.status == 404 and "no session" in page.body
+
+
+def test_related_before_the_vectors_exist_says_how(web: Browser) -> None:
+    page = web.get(f"/s/{SUBAGENT_SESSION[:8]}/related")
+    assert page.status == 200
+    assert f"memex find-related sessions {SUBAGENT_SESSION}" in page.body
+
+
+@pytest.mark.model
+def test_related_sessions(run, web: Browser) -> None:
+    assert run("find-related", "sessions", SUBAGENT_SESSION, "--json").exit_code == 0  # stores the vectors
+    page = web.get(f"/s/{SUBAGENT_SESSION}/related")
+    assert page.status == 200
+    assert "memex find-related sessions" not in page.body
+    assert re.search(r'<span class="score">\d\.\d{3}</span>', page.body)
+
+
+def test_forget_asks_then_forgets(web: Browser) -> None:
+    confirm = web.get(f"/s/{CODEX_ID[:8]}/forget")
+    assert confirm.status == 200
+    assert CODEX_ID in confirm.body and '<form method="post">' in confirm.body
+    secret = re.search(r'name="secret" value="([^"]+)"', confirm.body)
+    assert secret is not None
+    assert web.get(f"/s/{CODEX_ID}").status == 200  # asking forgets nothing
+    forged = web.post(f"/s/{CODEX_ID}/forget", {"secret": "guessed"})
+    assert forged.status == 400 and web.get(f"/s/{CODEX_ID}").status == 200
+    done = web.post(f"/s/{CODEX_ID}/forget", {"secret": secret.group(1)})
+    assert done.status == 200 and "Forgot 1 session" in done.body
+    assert web.get(f"/s/{CODEX_ID}").status == 404
+    assert CODEX_ID not in session_links(web.get("/").body)
+
+
+def test_forget_is_post_only(web: Browser) -> None:
+    assert web.request("PUT", f"/s/{CODEX_ID}/forget").status == 405
+
+
+def test_static_css_is_served_from_the_package(web: Browser) -> None:
+    page = web.get("/static/style.css")
+    assert page.status == 200 and "mark" in page.body
+
+
+def test_another_host_name_is_refused(web: Browser) -> None:
+    """A page of another site resolving its name to 127.0.0.1 (DNS rebinding) gets nothing."""
+    rebound = Browser(web.server, host_header="evil.example:8765")
+    page = rebound.get("/")
+    assert page.status == 403 and "MOCK-READ" not in page.body
+    assert Browser(web.server, host_header=f"localhost:{web.server.port}").get("/").status == 200
+
+
+def test_a_non_loopback_host_needs_allow_remote(run) -> None:
+    result = run("web", "--host", "0.0.0.0", "--no-open", "--port", "0")
+    assert result.exit_code != 0
+    assert "--allow-remote" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_remote_without_a_token_is_refused(run, home: Path) -> None:
+    result = run("web", "--host", "0.0.0.0", "--allow-remote", "--no-open", "--port", "0")
+    assert result.exit_code != 0 and "token" in result.stderr
+
+
+def test_served_remotely_every_request_needs_the_token(corpus: Config) -> None:
+    token = "t" * 32
+    server = WebServer(corpus, token=token)
+    server.start()
+    try:
+        anonymous = Browser(server)
+        for path in ("/", f"/s/{SUBAGENT_SESSION}", "/search?q=zebra&mode=lexical", "/static/style.css"):
+            page = anonymous.get(path)
+            assert page.status == 401 and "MOCK-READ" not in page.body, path
+        assert Browser(server, token="wrong-token-0123456789").get("/").status == 401
+        assert Browser(server, token=token).get("/").status == 200
+        link = anonymous.get(f"/?token={token}")  # the link `memex web` opens: the token moves to a cookie
+        assert link.status == 303 and link.headers["location"] == "/"
+        cookie = link.headers["set-cookie"].split(";", 1)[0]
+        assert "HttpOnly" in link.headers["set-cookie"]
+        assert anonymous.get("/", Cookie=cookie).status == 200
+        assert anonymous.get("/", Cookie="memex_token=nope").status == 401
+    finally:
+        server.stop()
+
+
+def test_before_any_index_the_list_is_empty(home: Path) -> None:
+    from memex.config import load_config
+
+    config = load_config()
+    server = WebServer(config)
+    server.start()
+    try:
+        page = Browser(server).get("/")
+        assert page.status == 200 and "No sessions match." in page.body
+        assert not config.db_path.exists()  # the viewer created no store
+    finally:
+        server.stop()
+
+
+def test_codex_fixture_is_the_one_forgotten() -> None:
+    assert CODEX_ID in CODEX_SHORT.name
+
+
+@pytest.mark.subprocess
+def test_the_command_serves_until_ctrl_c(corpus: Config) -> None:
+    """`memex web --port 0 --no-open` in its own process: it says where it listens, serves, and stops on Ctrl-C."""
+    memex = Path(sys.executable).with_name("memex")
+    process = subprocess.Popen([str(memex), "web", "--port", "0", "--no-open"], stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        found = re.search(r"serving http://127\.0\.0\.1:(\d+)/", line)
+        assert found, line
+        connection = http.client.HTTPConnection("127.0.0.1", int(found.group(1)), timeout=60)
+        connection.request("GET", f"/s/{SUBAGENT_SESSION[:8]}")
+        answer = connection.getresponse()
+        assert answer.status == 200 and "zebra token rotation" in answer.read().decode()
+        connection.close()
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 0
+        assert "stopped" in process.stderr.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
