@@ -8,44 +8,10 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, settings
 
+from corpus import HILLVIEW
 from memex.cli.main import cli
 from memex.config import Config, load_config
 from memex.store.db import connect
-
-FIXTURES = Path(__file__).parent / "fixtures"
-HILLVIEW = FIXTURES / "claude" / "hillview" / "-home-jenkins-Personal-AI-Infrastructure"
-SLAY = FIXTURES / "claude" / "slay" / "-Users-chloe-c-slay" / "2969822b-3c7d-47bd-8814-4bc86f67056a.jsonl"
-MISC = FIXTURES / "claude" / "misc"
-USAGE_ONLY = FIXTURES / "claude" / "ccusage" / "project-alpha" / "session-alpha" / "chat.jsonl"
-CODEX = FIXTURES / "codex" / "sessions"
-CODEX_ABORTED = CODEX / "2025/11/12/rollout-2025-11-12T17-48-11-019a7ae6-1945-7c63-98f2-210adb922af9.jsonl"
-CODEX_SHORT = CODEX / "2025/11/13/rollout-2025-11-13T18-21-11-019a802a-aab1-7c31-9831-d2510c7a74a2.jsonl"
-CODEX_OLD = CODEX / "2025/05/01/rollout-2025-05-01T10-00-00-old-format.jsonl"
-CODEX_PARTIAL = FIXTURES / "codex" / "partial" / "session-alpha.jsonl"
-GEMINI = FIXTURES / "gemini" / "tmp"
-WEBSHOP_HASH = (
-    "616b7ef4d9a23f3c7c27f4058a52f106bc7c0e392e4a737efe77d5b9108d4f08"  # sha256 of /home/alice/projects/webshop
-)
-GEMINI_LEGACY = GEMINI / WEBSHOP_HASH / "chats" / "session-2025-09-01T10-00-abcd1234.json"
-GEMINI_JSONL = GEMINI / "inventory-api" / "chats" / "session-2026-03-02T09-15-ef567890.jsonl"
-GEMINI_SUBAGENT = GEMINI / "inventory-api" / "chats" / "ef567890-3c4d-4e5f-8a9b-0c1d2e3f4a5b" / "k3x9q2.jsonl"
-# Files written by Claude Code 2.1.330, Codex CLI 0.169 and Gemini CLI 0.61 (see fixtures/README.md).
-LIVE = FIXTURES / "live"
-LIVE_CLAUDE = LIVE / "claude-2.1.330" / "projects"
-LIVE_CLAUDE_SUBAGENT_SESSION = LIVE_CLAUDE / "-home-dev-proj" / "322e6fc1-933c-4088-b825-a0b12dac4c7a.jsonl"
-LIVE_CLAUDE_PLAIN = LIVE_CLAUDE / "-home-dev-proj" / "e1cbd8a0-0bea-47bf-bd56-745e54160fdf.jsonl"
-LIVE_CODEX = LIVE / "codex-0.169.0" / "sessions"
-_LIVE_DAY = LIVE_CODEX / "2026" / "11" / "23"
-LIVE_CODEX_HELLO = _LIVE_DAY / "rollout-2026-11-23T19-09-11-01a209cf-ef81-7983-a647-5b68d79bee7f.jsonl"
-LIVE_CODEX_READ = _LIVE_DAY / "rollout-2026-11-23T19-09-43-01a209d0-6a09-7253-b0bc-bc8841e9b922.jsonl"
-LIVE_CODEX_PARENT = _LIVE_DAY / "rollout-2026-11-23T19-10-20-01a209d0-f96a-7271-b275-d9f0c96d0cf5.jsonl"
-LIVE_CODEX_CHILD = _LIVE_DAY / "rollout-2026-11-23T19-10-20-01a209d0-fa7c-7962-b6c3-548f6f302da0.jsonl"
-LIVE_GEMINI = LIVE / "gemini-0.61.0" / "tmp"
-LIVE_GEMINI_CHATS = LIVE_GEMINI / "proj" / "chats"
-LIVE_GEMINI_BEFORE_RESUME = (
-    LIVE / "gemini-0.61.0" / "before-resume" / "before-resume-session-2026-11-23T19-15-e4530f8d.jsonl"
-)
-
 
 # Property tests (Hypothesis): a modest number of examples keeps the suite fast; on CI (CI=true) the
 # examples are derived from each test's name (the same every run) and no example database is written.
@@ -66,6 +32,9 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("MEMEX_HOME", str(memex_home))
     monkeypatch.setenv("MEMEX_COMPUTER", "testbox")
     monkeypatch.setenv("MEMEX_INDEX_EMBEDS", "0")  # tests of embeddings drain the queue themselves
+    # A warm server on a loaded CPU may take longer than production's 2.5 s to answer its first request;
+    # a test asserts what the answer is, not how fast it came (bench/hooks.py measures that).
+    monkeypatch.setenv("MEMEX_WARM_READ_TIMEOUT_MS", "60000")
     monkeypatch.setenv("MEMEX_CLAUDE_DIR", str(tmp_path / "claude-projects"))
     monkeypatch.setenv("MEMEX_CODEX_DIR", str(tmp_path / "codex-sessions"))
     monkeypatch.setenv("MEMEX_GEMINI_DIR", str(tmp_path / "gemini-tmp"))
@@ -103,22 +72,8 @@ def projects(tmp_path: Path) -> Path:
     return target.parent
 
 
-def db_content(connection) -> dict[str, list[tuple]]:
-    """What the store holds, without ids and clocks: two ingests that did the same work compare equal."""
-    queries = {
-        "sessions": "SELECT session_id, agent, project_dir, title, started_at, ended_at, last_line_index, "
-        "last_offset, resume_line_index, provisional_turn_start, last_compact_line_index FROM sessions",
-        "subagents": "SELECT session_id, agent_id, last_line_index, last_offset, resume_line_index "
-        "FROM subagent_sessions",
-        "entries": "SELECT session_id, agent_id, line_index, entry_type, kind, timestamp, text FROM entries",
-        "turns": "SELECT session_id, agent_id, line_index, end_line_index, kind, provisional, full_text, "
-        "tool_summary, started_at FROM turns",
-        "chunks": "SELECT t.session_id, t.agent_id, t.line_index, c.chunk_index, c.content FROM chunks c "
-        "JOIN turns t ON t.id = c.turn_id",
-        "mentions": "SELECT t.session_id, t.line_index, m.file_path, m.tool_name FROM file_mentions m "
-        "JOIN turns t ON t.id = m.turn_id",
-        "pr_links": "SELECT session_id, pr_number, pr_url, repository, agent_id, source, line_index FROM pr_links",
-        "unknown": "SELECT session_id, agent_id, line_index, record_type, agent_version FROM unknown_records",
-        "fts": "SELECT count(*) FROM chunks_fts",
-    }
-    return {name: sorted(tuple(row) for row in connection.execute(sql)) for name, sql in queries.items()}
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that needs Redis (through the sync tests' `redis_url` fixture) `redis`."""
+    for item in items:
+        if "redis_url" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.redis)

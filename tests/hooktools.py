@@ -21,11 +21,21 @@ OTHER = "22222222-aaaa-4bbb-8ccc-000000000002"  # blog: the same bug in another 
 CURRENT = "33333333-aaaa-4bbb-8ccc-000000000003"  # shop: the session asking
 
 
-def hook(event: str, payload: dict[str, Any] | bytes, env: dict[str, str] | None = None, timeout: float = 60):
-    """Run `memex hook EVENT` with `payload` on stdin; returns the CompletedProcess."""
+def hook(
+    event: str,
+    payload: dict[str, Any] | bytes,
+    env: dict[str, str] | None = None,
+    timeout: float = 60,
+    flags: tuple[str, ...] = (),
+):
+    """Run `memex hook EVENT [FLAGS]` with `payload` on stdin; returns the CompletedProcess."""
     data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     return subprocess.run(
-        [str(MEMEX), "hook", event], input=data, capture_output=True, env=env or dict(os.environ), timeout=timeout
+        [str(MEMEX), "hook", event, *flags],
+        input=data,
+        capture_output=True,
+        env=env or dict(os.environ),
+        timeout=timeout,
     )
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memex.config import _INT_FIELDS, INT_RANGES, TEXT_CHECKS, Config, load_config
+from memex import config_doc
+from memex.config import _INT_FIELDS, INT_RANGES, SECTIONS, TEXT_CHECKS, Config, load_config, setting_names
 from memex.errors import ConfigError
 
 
@@ -134,3 +135,30 @@ def test_the_cli_says_it_in_one_line(run, monkeypatch: pytest.MonkeyPatch) -> No
     result = run("search", "anything")
     assert result.exit_code == 2
     assert result.stderr == "memex: error: MEMEX_SEARCH_RRF_K: search_rrf_k must be at least 1, got '-5'\n"
+
+
+def test_sections_in_the_file_and_flat_names_alike(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text(
+        'index_workers = 3\n[search]\nrrf_k = 10\n[hooks]\ntimeout_s = 5\nhooks_enabled = 0\n[sync]\nredis_url = ""\n'
+    )
+    config = load_config(env(tmp_path, recall_max_hits="7"))
+    assert (config.index_workers, config.search_rrf_k, config.hook_timeout_s) == (3, 10, 5)
+    assert (config.hooks_enabled, config.redis_url, config.recall_max_hits) == (0, "", 7)
+    (tmp_path / "config.toml").write_text("[search]\nrecall_max_hits = 3\n")  # a setting of another section
+    assert problem(tmp_path) == f"{tmp_path / 'config.toml'}: unknown setting [search] recall_max_hits"
+    (tmp_path / "config.toml").write_text("search_rrf_k = 5\n[search]\nrrf_k = 6\n")
+    assert "search_rrf_k is set twice" in problem(tmp_path)
+
+
+def test_every_setting_is_in_one_section() -> None:
+    in_sections = [name for section in SECTIONS for name in setting_names(section)]
+    assert len(in_sections) == len(set(in_sections))
+    assert set(in_sections) == {f.name for f in dataclasses.fields(Config)} - {"home"}
+
+
+def test_the_readme_lists_every_setting_as_config_py_says() -> None:
+    """README.md's tables are generated from config.py (`scripts/settings-table --write` refreshes them)."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    assert readme == config_doc.replaced(readme)
+    for name in (f.name for f in dataclasses.fields(Config) if f.name != "home"):
+        assert f"`{name}`" in readme, name

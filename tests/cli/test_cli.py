@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CODEX, GEMINI, MISC, SLAY, USAGE_ONLY
+from corpus import CODEX, GEMINI, MISC, SLAY, USAGE_ONLY
 from memex.ingest.mirrors import Mirror, content_hash, store_mirror
 from memex.store.db import transaction
 from transcripts import ClaudeSession, simple_turn, text, tool_use

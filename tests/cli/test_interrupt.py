@@ -17,6 +17,8 @@ import pytest
 from synctools import wait_until
 from transcripts import ClaudeSession, simple_turn
 
+pytestmark = [pytest.mark.subprocess]
+
 MEMEX = str(Path(sys.executable).parent / "memex")
 
 

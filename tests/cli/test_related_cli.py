@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from transcripts import ClaudeSession, files_turn, simple_turn
+from transcripts import ClaudeSession, Clock, files_turn, simple_turn
 
 CART = "aaaaaaaa-0000-0000-0000-000000000001"
 CART_AGAIN = "bbbbbbbb-0000-0000-0000-000000000002"
@@ -22,9 +22,10 @@ def shop(tmp_path: Path, run) -> Path:
     project = tmp_path / "shop"
     (project / "src").mkdir(parents=True)
     folder = tmp_path / "projects" / "-shop"
+    clock = Clock()  # one for all four: each session starts after the one written before it
 
     def session(sid: str) -> ClaudeSession:
-        return ClaudeSession(folder / f"{sid}.jsonl", sid, cwd=str(project))
+        return ClaudeSession(folder / f"{sid}.jsonl", sid, cwd=str(project), clock=clock)
 
     simple_turn(session(IDLE), "what is this project about?", "A shop.")
     files_turn(session(CART), "the total is wrong", reads=("src/cart/discount.py",), edits=("src/cart/total.py",))

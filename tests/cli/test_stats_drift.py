@@ -6,7 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-from conftest import LIVE_CODEX_READ
+from corpus import LIVE_CODEX_READ
 from transcripts import CodexRollout
 
 

@@ -26,6 +26,8 @@ import pytest
 from memex.store.db import connect
 from transcripts import ClaudeSession, simple_turn, tool_use
 
+pytestmark = [pytest.mark.subprocess]
+
 MEMEX = str(Path(sys.executable).parent / "memex")
 FIRST = "a0a0a0a0-1111-2222-3333-444444444444"
 SECOND = "b0b0b0b0-1111-2222-3333-444444444444"

@@ -34,6 +34,7 @@ MOCK = next(
     None,
 )
 pytestmark = [
+    pytest.mark.subprocess,
     pytest.mark.skipif(CLAUDE is None, reason="the real `claude` CLI is not installed"),
     pytest.mark.skipif(MOCK is None, reason="../shared/data/live/mock_llm.py is not there"),
 ]

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import SLAY
+from corpus import SLAY
 from memex.config import Config, load_config
 from memex.embed.model import load_embedder
 from memex.embed.worker import EmbedBusy, drain, pending_count, retry_errors, worker_lock
@@ -24,6 +24,8 @@ from memex.ingest.embed_texts import MAX_RUN_CHARS, bound_text, turn_embed_text
 from memex.ingest.indexer import discover, index_transcripts
 from memex.store.db import connect, transaction
 from transcripts import ClaudeSession, simple_turn
+
+pytestmark = [pytest.mark.model, pytest.mark.subprocess]
 
 
 def _index(conn: sqlite3.Connection, config: Config, *paths: Path) -> None:

@@ -19,6 +19,8 @@ from memex.ingest.embed_texts import session_summary
 from memex.ingest.indexer import discover, index_transcripts
 from transcripts import ClaudeSession, simple_turn
 
+pytestmark = [pytest.mark.model]
+
 SUMMARY = "The user fixed a stale CDN manifest after deploys by purging it in the release script."
 
 

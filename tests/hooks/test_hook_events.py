@@ -330,6 +330,7 @@ def test_no_database_yet_means_no_recall(env: Path, tmp_path: Path) -> None:
     assert runs(env)[-1]["detail"] == "no database" and not (env / "memex.db").exists()
 
 
+@pytest.mark.subprocess
 def test_hook_through_python_dash_m(corpus, env: Path) -> None:
     """`python -m memex hook …` (the installer's fallback command) behaves the same."""
     import subprocess
@@ -360,11 +361,20 @@ def test_file_history_records_of_old_sessions_are_pruned(corpus, env: Path) -> N
     assert not old.exists() and fresh.exists() and len(list(seen.iterdir())) == 2
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize(
     ("event", "payload", "forbidden"),
     [
-        ("Stop", "stop", ("click", "rich", "memex.search", "memex.embed", "memex.cli.main", "multiprocessing")),
-        ("UserPromptSubmit", "gated", ("click", "rich", "memex.search", "memex.ingest", "memex.store", "sqlite3")),
+        (
+            "Stop",
+            "stop",
+            ("click", "rich", "memex.search", "memex.embed", "memex.cli.main", "memex.sync", "multiprocessing"),
+        ),
+        (
+            "UserPromptSubmit",
+            "gated",
+            ("click", "rich", "memex.search", "memex.ingest", "memex.store", "memex.sync", "sqlite3"),
+        ),
     ],
 )
 def test_hooks_import_only_what_they_need(corpus, env: Path, event: str, payload: str, forbidden) -> None:

@@ -10,6 +10,8 @@ import pytest
 
 from hooktools import CURRENT, MEMEX, build_corpus, hook, prompt_event
 
+pytestmark = [pytest.mark.subprocess]
+
 USER_SETTINGS = {
     "model": "opus",
     "permissions": {"allow": ["Bash(ls:*)"]},

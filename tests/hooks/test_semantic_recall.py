@@ -17,6 +17,8 @@ from memex.ingest.indexer import discover, index_transcripts
 from memex.store.db import connect
 from transcripts import ClaudeSession, simple_turn
 
+pytestmark = [pytest.mark.model]
+
 POOL_SESSION = "aaaa0000-1111-2222-3333-444444444444"
 PROMPT = "the integration tests hang again, is the database connection pool exhausted?"
 

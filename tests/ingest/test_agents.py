@@ -6,7 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-from conftest import CODEX, CODEX_ABORTED, CODEX_OLD, GEMINI, GEMINI_LEGACY, db_content
+from corpus import CODEX, CODEX_ABORTED, CODEX_OLD, GEMINI, GEMINI_LEGACY, db_content
 from memex.config import Config
 from memex.ingest.indexer import discover, index_transcripts
 from memex.ingest.pipeline import ingest_transcript

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CODEX, GEMINI, db_content
+from corpus import CODEX, GEMINI, db_content
 from memex.config import Config
 from memex.ingest import indexer
 from memex.ingest.indexer import default_roots, discover, index_transcripts

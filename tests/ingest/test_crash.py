@@ -11,8 +11,12 @@ import time
 import uuid
 from pathlib import Path
 
-from conftest import db_content
+import pytest
+
+from corpus import db_content
 from transcripts import ClaudeSession, simple_turn
+
+pytestmark = [pytest.mark.subprocess]
 
 
 def make_corpus(root: Path, sessions: int = 80, turns: int = 120) -> None:

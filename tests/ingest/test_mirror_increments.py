@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from conftest import CODEX_ABORTED, CODEX_SHORT, HILLVIEW, MISC, SLAY
+from corpus import CODEX_ABORTED, CODEX_SHORT, HILLVIEW, MISC, SLAY
 from memex.config import Config, load_config
 from memex.ingest import mirror_store, mirrors, pipeline
 from memex.ingest.mirror_store import cut_segments

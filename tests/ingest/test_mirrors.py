@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import CODEX_ABORTED, GEMINI, GEMINI_JSONL, GEMINI_LEGACY, SLAY
+from corpus import CODEX_ABORTED, GEMINI, GEMINI_JSONL, GEMINI_LEGACY, SLAY
 from memex.config import Config
 from memex.ingest import mirrors
 from memex.ingest.indexer import discover, index_transcripts

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MISC, db_content
+from corpus import MISC, db_content
 from memex.config import Config, load_config
 from memex.ingest.indexer import discover, index_transcripts
 from memex.ingest.pipeline import ingest_transcript

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MISC, SLAY, db_content
+from corpus import MISC, SLAY, db_content
 from memex.config import Config
 from memex.ingest.indexer import discover, index_transcripts, session_transcripts
 from memex.ingest.pipeline import ingest_transcript

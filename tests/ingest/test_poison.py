@@ -16,9 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CODEX_SHORT, GEMINI_JSONL, MISC, SLAY
+from corpus import CODEX_SHORT, GEMINI_JSONL, MISC, SLAY
 from memex.sources.jsonl import read_jsonl
 from transcripts import ClaudeSession, text
+
+pytestmark = [pytest.mark.subprocess]
 
 TINY_SID = "67a8478e-78dc-44ab-82ea-f65c8ead85f6"  # the first line's sessionId of misc/tiny-conversation.jsonl
 GOOD = {SLAY.stem, TINY_SID, "019a802a-aab1-7c31-9831-d2510c7a74a2", "ef567890-3c4d-4e5f-8a9b-0c1d2e3f4a5b"}

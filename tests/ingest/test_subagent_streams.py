@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from conftest import (
+from corpus import (
     LIVE_CLAUDE,
     LIVE_CODEX,
     LIVE_CODEX_CHILD,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import MISC, SLAY
+from corpus import MISC, SLAY
 from memex.ingest.turns import TurnBuilder
 from memex.sources import claude
 from memex.sources.model import Entry

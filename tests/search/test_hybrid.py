@@ -15,6 +15,8 @@ from memex.search.hybrid import hybrid_search, is_coarse, level_order
 from memex.store.queries import Filters
 from transcripts import ClaudeSession, simple_turn
 
+pytestmark = [pytest.mark.model]
+
 POOL = "集成测试一直卡住，查了半天，原来是数据库连接池耗尽了。把连接池调大到 50 就好了。"
 
 

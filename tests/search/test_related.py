@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import memex.config
-from conftest import CODEX_SHORT, FIXTURES
+from corpus import CODEX_SHORT, FIXTURES
 from memex.config import Config
 from memex.ingest.indexer import discover, index_transcripts
 from memex.search.related import refresh_patterns, related_sessions, related_turns

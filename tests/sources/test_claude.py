@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from conftest import HILLVIEW, MISC, SLAY
+from corpus import HILLVIEW, MISC, SLAY
 from memex.sources import claude
 from memex.sources.jsonl import read_jsonl
 from memex.sources.model import BadLine, Entry

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from conftest import LIVE_CLAUDE, LIVE_CLAUDE_PLAIN, LIVE_CLAUDE_SUBAGENT_SESSION
+from corpus import LIVE_CLAUDE, LIVE_CLAUDE_PLAIN, LIVE_CLAUDE_SUBAGENT_SESSION
 from memex.sources import claude
 from memex.sources.model import Entry
 from transcripts import ClaudeSession

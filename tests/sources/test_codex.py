@@ -6,7 +6,7 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
-from conftest import CODEX, CODEX_ABORTED, CODEX_OLD, CODEX_PARTIAL, CODEX_SHORT, GEMINI_JSONL, SLAY
+from corpus import CODEX, CODEX_ABORTED, CODEX_OLD, CODEX_PARTIAL, CODEX_SHORT, GEMINI_JSONL, SLAY
 from memex.sources import claude, codex, gemini
 from memex.sources.model import BadLine, Entry
 from memex.sources.shell import patch_paths, shell_paths

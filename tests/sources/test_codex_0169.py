@@ -6,7 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-from conftest import LIVE_CODEX, LIVE_CODEX_CHILD, LIVE_CODEX_PARENT, LIVE_CODEX_READ
+from corpus import LIVE_CODEX, LIVE_CODEX_CHILD, LIVE_CODEX_PARENT, LIVE_CODEX_READ
 from memex.sources import codex
 from memex.sources.model import Entry
 from transcripts import CodexRollout

@@ -6,7 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-from conftest import GEMINI, GEMINI_JSONL, GEMINI_LEGACY, GEMINI_SUBAGENT, WEBSHOP_HASH
+from corpus import GEMINI, GEMINI_JSONL, GEMINI_LEGACY, GEMINI_SUBAGENT, WEBSHOP_HASH
 from memex.sources import gemini
 from memex.sources.model import BadLine, Entry
 from transcripts import GeminiChat

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import LIVE_GEMINI, LIVE_GEMINI_BEFORE_RESUME, LIVE_GEMINI_CHATS
+from corpus import LIVE_GEMINI, LIVE_GEMINI_BEFORE_RESUME, LIVE_GEMINI_CHATS
 from memex.sources import gemini
 from memex.sources.model import Entry
 from transcripts import GeminiChat

@@ -18,7 +18,7 @@ from typing import Any
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from conftest import CODEX_OLD, CODEX_SHORT, GEMINI_JSONL, GEMINI_LEGACY, MISC, SLAY
+from corpus import CODEX_OLD, CODEX_SHORT, GEMINI_JSONL, GEMINI_LEGACY, MISC, SLAY
 from memex.config import load_config
 from memex.ingest.pipeline import ingest_transcript
 from memex.sources import claude, codex, gemini

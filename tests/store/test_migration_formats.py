@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from conftest import LIVE_CODEX_READ
+from corpus import LIVE_CODEX_READ
 from memex.ingest.pipeline import ingest_transcript
 from memex.sources import codex
 from memex.store.db import connect

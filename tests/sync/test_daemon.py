@@ -18,11 +18,13 @@ import redis
 
 from memex.errors import UserError
 from memex.hooks.events import run as run_hook
+from memex.signals import daemon_running, notify_stop
 from memex.sync.daemon import Daemon
 from memex.sync.keys import Keys
-from memex.sync.signals import daemon_running, notify_stop
 from synctools import CODEX_SHORT, GEMINI_LEGACY, SLAY, TOKEN, Computer, settle, wait_until
 from transcripts import ClaudeSession, simple_turn
+
+pytestmark = [pytest.mark.model, pytest.mark.subprocess]
 
 SESSION = "dddddddd-1111-2222-3333-444444444444"
 

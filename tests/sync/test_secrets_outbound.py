@@ -29,6 +29,8 @@ from secret_corpus import CORPUS, Secret, pem, token
 from synctools import TOKEN, Computer
 from transcripts import ClaudeSession, text, tool_use
 
+pytestmark = [pytest.mark.model]
+
 MAIN = "5ec7e75e-1111-2222-3333-444444444444"
 LONG = "5ec7e75e-2222-2222-3333-444444444444"
 ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"

@@ -11,9 +11,9 @@ from typing import Any, TextIO
 import orjson
 from rich.console import Console
 
+from memex.api import Memex
 from memex.cli.render import labelled
 from memex.config import Config, load_config
-from memex.store.db import connect, connect_readonly
 
 # Lines are not wrapped at 80 columns when output goes to a pipe or a file.
 PIPE_WIDTH = 160
@@ -26,7 +26,7 @@ class App:
     config: Config = field(default_factory=load_config)
     stdout: TextIO = field(default_factory=lambda: sys.stdout)
     stderr: TextIO = field(default_factory=lambda: sys.stderr)
-    _conn: sqlite3.Connection | None = None
+    _memex: Memex | None = None
     # Set by a command that writes: what it kept so far and how to continue, said when Ctrl-C stops it.
     on_interrupt: Callable[[], str] | None = None
 
@@ -51,17 +51,20 @@ class App:
         """One line on stderr, `label: message`, the message as it is (a path is never cut or read as markup)."""
         self.err.print(labelled(label, message), soft_wrap=True)
 
+    def memex(self, readonly: bool = True) -> Memex:
+        """The library's face over the store, shared by the whole command: read-only for commands that only
+        read (the first call decides; its connection opens on first use)."""
+        if self._memex is None:
+            self._memex = Memex(self.config, readonly=readonly)
+        return self._memex
+
     def db(self) -> sqlite3.Connection:
         """A read-write connection (created and migrated on first use)."""
-        if self._conn is None:
-            self._conn = connect(self.config.db_path, self.config.busy_timeout_ms)
-        return self._conn
+        return self.memex(readonly=False).conn
 
     def db_readonly(self) -> sqlite3.Connection:
         """A read-only connection for commands that only read."""
-        if self._conn is None:
-            self._conn = connect_readonly(self.config.db_path, self.config.busy_timeout_ms)
-        return self._conn
+        return self.memex(readonly=True).conn
 
     def emit_json(self, value: Any) -> None:
         """Write `value` as indented JSON on stdout (the stable contract for scripts and agents)."""
@@ -69,6 +72,6 @@ class App:
         self.stdout.write(data.decode() + "\n")
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        if self._memex is not None:
+            self._memex.close()
+            self._memex = None

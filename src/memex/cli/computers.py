@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,7 +11,6 @@ from rich.table import Table
 from memex.cli.app import App
 from memex.cli.options import json_option
 from memex.cli.render import short_time, styled
-from memex.sync.remote import known_computers
 
 
 @click.command("computers")
@@ -21,57 +19,27 @@ from memex.sync.remote import known_computers
 def computers_command(app: App, as_json: bool) -> None:
     """List the computers that announced themselves (live: their daemon runs now), when each was last
     seen, how many sessions it has, and how many of its mirrors this computer holds."""
-    conn = _store(app)
-    found, problem = known_computers(app.config, conn)
-    mirrors = dict(conn.execute("SELECT computer, count(*) FROM mirrors GROUP BY computer").fetchall()) if conn else {}
-    rows = {info.computer: info for info in found}
-    rows.setdefault(app.config.computer, None)  # this computer, even before its daemon ever ran
-    for computer in mirrors:
-        rows.setdefault(computer, None)  # known only by its mirrors
-    local_sessions = conn.execute("SELECT count(*) FROM sessions").fetchone()[0] if conn else 0
-    listing = []
-    for computer in sorted(rows):
-        info = rows[computer]
-        status = "unknown" if info is None or info.live is None else ("live" if info.live else "stale")
-        sessions = info.sessions if info else None
-        if computer == app.config.computer:
-            sessions = local_sessions  # counted here, not as last announced
-        listing.append(
-            {
-                "computer": computer,
-                "this_computer": computer == app.config.computer,
-                "status": status,
-                "last_seen": info.last_seen if info else None,
-                "sessions": sessions,
-                "mirrors_here": mirrors.get(computer, 0),
-                "version": info.version if info else None,
-                "api_url": info.api_url if info else None,
-            }
-        )
+    found = app.memex(readonly=True).computers()
     if as_json:
-        app.emit_json({"computers": listing, "registry": "redis" if problem is None else "local copy", "note": problem})
+        app.emit_json(found.to_json())
         return
-    if problem:
-        app.err.print(f"{problem}: showing what this computer's daemon last saw.")
+    if found.note:
+        app.err.print(f"{found.note}: showing what this computer's daemon last saw.")
     table = Table(box=None)
     for column in ("computer", "status", "last seen", "sessions", "mirrors here", "API"):
         table.add_column(column, justify="right" if column in ("sessions", "mirrors here") else "left")
-    for row in listing:
-        name = row["computer"] + (" (this computer)" if row["this_computer"] else "")
-        style = {"live": "green", "stale": "yellow"}.get(row["status"], "dim")
+    for row in found.computers:
+        name = row.computer + (" (this computer)" if row.this_computer else "")
+        style = {"live": "green", "stale": "yellow"}.get(row.status, "dim")
         table.add_row(
             name,
-            styled(row["status"], style),
-            _ago(row["last_seen"]),
-            "—" if row["sessions"] is None else str(row["sessions"]),
-            str(row["mirrors_here"]),
-            row["api_url"] or "—",
+            styled(row.status, style),
+            _ago(row.last_seen),
+            "—" if row.sessions is None else str(row.sessions),
+            str(row.mirrors_here),
+            row.api_url or "—",
         )
     app.out.print(table)
-
-
-def _store(app: App) -> sqlite3.Connection | None:
-    return app.db_readonly() if app.config.db_path.exists() else None
 
 
 def _ago(timestamp: Any) -> str:

@@ -59,10 +59,10 @@ def daemon_command(app: App, once: bool, no_api: bool, verbose: bool) -> None:
         daemon.close()  # Ctrl-C included: the command then says what was kept and exits 130
 
 
-class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class _StderrHandler(logging.StreamHandler):
     """Writes to whatever `sys.stderr` is when a record is emitted."""
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> TextIO:
         return sys.stderr
 

@@ -5,46 +5,45 @@ from __future__ import annotations
 import contextlib
 
 import click
+from rich.progress import Progress
 from rich.table import Table
 
 from memex.cli.app import App
 from memex.cli.render import count_progress
-from memex.embed.worker import DrainReport, EmbedBusy, drain, pending_count, requeue_stale, worker_lock
-from memex.embed.worker import retry_errors as requeue_errors
+from memex.embed.worker import DrainReport, EmbedBusy
 
 
 def run_embed(app: App, max_jobs: int | None = None) -> DrainReport:
     """Drain the queue with a progress bar on the terminal; the report of what was done. Stopped by
     Ctrl-C, the command says how many vectors were stored and how many wait (`App.on_interrupt`)."""
-    conn, config = app.db(), app.config
+    memex = app.memex(readonly=False)
     stored = [0]  # vectors in the batches stored so far (the batch in hand is not)
 
     def interrupted() -> str:
         return (
-            f"{stored[0]} vector{'' if stored[0] == 1 else 's'} computed and stored, {pending_count(conn)} texts "
-            "still queued; run "
+            f"{stored[0]} vector{'' if stored[0] == 1 else 's'} computed and stored, {memex.pending_embeds()} "
+            "texts still queued; run "
             "`memex embed` to continue (search works meanwhile)"
         )
 
     app.on_interrupt = interrupted
-    with worker_lock(config.home):
-        requeue_stale(conn, config.model_version)
-        total = pending_count(conn) if max_jobs is None else min(max_jobs, pending_count(conn))
-        with count_progress(app.err, total, "Embedding") as progress:
-            task = progress.task_ids[0]
+    with contextlib.ExitStack() as stack:
+        bars: list[Progress] = []
 
-            def advance(report: DrainReport, jobs: int) -> None:
-                stored[0] = report.embedded
-                rate = f"{report.per_second:.1f}/s" if report.embedded else ""
-                progress.update(task, advance=jobs, current=rate)
+        def start(total: int) -> None:
+            bars.append(stack.enter_context(count_progress(app.err, total, "Embedding")))
 
-            return drain(conn, config, max_jobs=max_jobs, on_batch=advance)
+        def advance(report: DrainReport, jobs: int) -> None:
+            stored[0] = report.embedded
+            rate = f"{report.per_second:.1f}/s" if report.embedded else ""
+            bars[0].update(bars[0].task_ids[0], advance=jobs, current=rate)
+
+        return memex.embed(max_jobs, on_start=start, on_batch=advance)
 
 
 def drain_quietly(app: App, max_jobs: int | None = None) -> DrainReport:
     """Drain the queue without output (a background worker)."""
-    with worker_lock(app.config.home):
-        return drain(app.db(), app.config, max_jobs=max_jobs)
+    return app.memex(readonly=False).embed(max_jobs)
 
 
 def print_report(app: App, report: DrainReport, waiting: int) -> None:
@@ -88,13 +87,13 @@ def embed_command(app: App, max_jobs: int | None, retry_errors: bool, quiet: boo
     moment: the next run continues where this one stopped.
     """
     if retry_errors:
-        app.err.print(f"{requeue_errors(app.db())} failed jobs queued again.")
+        app.err.print(f"{app.memex(readonly=False).retry_embed_errors()} failed jobs queued again.")
     if quiet:
         with contextlib.suppress(EmbedBusy):
             drain_quietly(app, max_jobs)
         return
     report = run_embed(app, max_jobs)
-    waiting = pending_count(app.db())
+    waiting = app.memex().pending_embeds()
     if as_json:
         app.emit_json(report_dict(report, waiting))
     else:

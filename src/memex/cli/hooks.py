@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from rich.text import Text
 from memex.cli.app import App
 from memex.cli.options import json_option
 from memex.cli.render import styled
+from memex.errors import UserError
 from memex.hooks import installer, log, warm
 
 RUNS_SHOWN = 15
@@ -74,6 +76,13 @@ def install_command(
     """Add memex's hooks to Claude Code's settings (other settings and hooks are left as they are)."""
     change = installer.install(app.config, _target(scope, project_dir, settings_file), command)
     _report(app, change, "installed", as_json)
+    user = installer.settings_path("user")
+    with contextlib.suppress(UserError):
+        if not as_json and installer.plugin_enabled(installer.SettingsFile.read(user).data):
+            app.out.print(
+                "The memex plugin is enabled too: its hooks stand aside for these (no double recall); "
+                "`memex hooks uninstall` hands the work back to it."
+            )
 
 
 @hooks_group.command("uninstall")
@@ -99,7 +108,7 @@ def status_command(app: App, project_dir: Path | None, settings_file: Path | Non
     files = [(scope, installer.settings_path(scope, project_dir)) for scope in installer.SCOPES]
     if settings_file:
         files.append(("file", settings_file.expanduser().absolute()))
-    places = []
+    places: list[dict[str, Any]] = []
     for scope, path in files:
         try:
             data = installer.SettingsFile.read(path).data
@@ -133,8 +142,8 @@ def status_command(app: App, project_dir: Path | None, settings_file: Path | Non
     commands = sorted({c for place in places for cs in place["events"].values() for c in cs})
     for command in commands:
         out.print(f"command: {command}")
-    state = f"running (pid {pid})" if pid else "not running (starts on the next prompt)"
-    out.print(f"warm server: {state} · socket {server['socket']}")
+    server_state = f"running (pid {pid})" if pid else "not running (starts on the next prompt)"
+    out.print(f"warm server: {server_state} · socket {server['socket']}")
     if not recent:
         out.print(styled("No hook runs logged yet.", "dim"))
         return
@@ -175,9 +184,9 @@ def shutdown_command(app: App) -> None:
 
 
 @click.command("hook", hidden=True, context_settings={"ignore_unknown_options": True})
-@click.argument("event", required=False, default="")
-def hook_command(event: str) -> None:
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def hook_command(args: tuple[str, ...]) -> None:
     """Run one Claude Code hook: the event's JSON on stdin (the `memex` executable takes a faster path)."""
     from memex.hooks.events import main
 
-    sys.exit(main([event] if event else []))
+    sys.exit(main(list(args)))

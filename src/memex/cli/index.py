@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import click
@@ -13,12 +12,11 @@ from memex.cli.app import App
 from memex.cli.embed import report_dict, run_embed
 from memex.cli.render import byte_progress
 from memex.embed.model import EmbedderUnavailable
-from memex.embed.worker import EmbedBusy, pending_count
-from memex.errors import StoreError, UserError
-from memex.ingest.indexer import IndexReport, default_roots, discover, index_transcripts
-from memex.ingest.pipeline import IDLE, FileReport
+from memex.embed.worker import EmbedBusy
+from memex.errors import UserError
+from memex.ingest.indexer import FileReport, IndexReport
+from memex.ingest.pipeline import IDLE
 from memex.sources import ADAPTERS
-from memex.sources.files import Skipped, safe_resolve
 from memex.sources.model import Transcript
 
 # `memex index` exit statuses (README, "Use").
@@ -70,16 +68,9 @@ def index_command(
     """
     if everything and (paths or agents):
         raise UserError("--all indexes every agent's default folders: give it no PATHS and no --agent")
-    chosen = list(agents) or sorted(ADAPTERS)
-    if paths:
-        roots = {agent: [safe_resolve(p) for p in paths] for agent in chosen}
-    else:
-        roots = default_roots(app.config, chosen)
-    skipped: list[Skipped] = []
-    transcripts = discover(roots, skipped)
-    refused = _refused(paths, transcripts, skipped, chosen)
-    conn = app.db()
-    with byte_progress(app.err, 0, "Indexing") as progress:
+    memex = app.memex(readonly=False)
+    found = memex.discover(paths, agents)
+    with byte_progress(app.err, 0, "Indexing") as progress:  # the total comes with the files' stat
         task = progress.task_ids[0]
         unchanged = [0]  # bytes of unchanged files not yet shown: they move the bar in steps
 
@@ -90,21 +81,9 @@ def index_command(
             step, unchanged[0] = unchanged[0] + report.size, 0
             progress.update(task, advance=step, current=f"{transcript.agent} {transcript.path.name}")
 
-        try:
-            report = index_transcripts(
-                conn,
-                app.config,
-                transcripts,
-                on_file=advance,
-                workers=workers or app.config.index_workers,
-                skipped=skipped,
-                on_total=lambda total: progress.update(task, total=total),
-            )
-        except sqlite3.OperationalError as exc:  # locked past busy_timeout_ms, full, read-only
-            raise StoreError(
-                f"cannot write to {app.config.db_path}: {exc} (the files indexed so far are kept; run again)"
-            ) from None
-    report.refused.extend(refused)
+        report = memex.index(
+            found, workers=workers, on_file=advance, on_total=lambda total: progress.update(task, total=total)
+        )
     for warning in report.warnings:
         app.say("warning", warning)
     _print_failures(app, report)
@@ -113,8 +92,8 @@ def index_command(
         app.emit_json({**report.as_dict(), "embed": embedded})
         _exit_status(report)
         return
-    if not transcripts and not report.failed and not report.refused:
-        where = ", ".join(str(p) for ps in roots.values() for p in ps)
+    if not found.transcripts and not report.failed and not report.refused:
+        where = ", ".join(str(p) for ps in found.roots.values() for p in ps)
         app.err.print(f"No transcripts found under {where}.")
     table = Table(title="memex index", show_header=False, box=None)
     table.add_column(style="bold")
@@ -141,19 +120,6 @@ def index_command(
     _exit_status(report)
 
 
-def _refused(
-    paths: tuple[Path, ...], transcripts: list[Transcript], skipped: list[Skipped], agents: list[str]
-) -> list[Skipped]:
-    """The files given by hand that no agent claimed (and that were not passed over as unreadable)."""
-    if not any(not p.is_dir() for p in paths):
-        return []  # folders only: nothing to refuse (and no path of every transcript to resolve)
-    claimed = {safe_resolve(t.path) for t in transcripts}
-    claimed |= {safe_resolve(alias) for t in transcripts for alias in t.aliases}
-    claimed |= {safe_resolve(s.path) for s in skipped}
-    reason = f"not a transcript of {' or '.join(agents)}"
-    return [Skipped(p, reason) for p in paths if not p.is_dir() and safe_resolve(p) not in claimed]
-
-
 def _print_failures(app: App, report: IndexReport) -> None:
     """Name every file that was not indexed, and why, on stderr."""
     if report.failed:
@@ -178,4 +144,4 @@ def _embed(app: App) -> dict[str, object] | None:
     except (EmbedBusy, EmbedderUnavailable) as exc:
         app.say("warning", f"vectors not computed: {exc}")
         return None
-    return report_dict(report, pending_count(app.db()))
+    return report_dict(report, app.memex().pending_embeds())

@@ -46,7 +46,7 @@ class Failure(click.ClickException):
 
     def __init__(self, error: MemexError) -> None:
         super().__init__(str(error))
-        self.exit_code = error.exit_code
+        self.exit_code = error.exit_code  # type: ignore[misc]  # click reads it per instance
 
     def show(self, file: Any = None) -> None:
         click.echo(f"memex: error: {self.format_message()}", err=True)

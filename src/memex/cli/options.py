@@ -7,10 +7,8 @@ from typing import Any
 
 import click
 
-from memex.errors import UserError
 from memex.sources import ADAPTERS
 from memex.store.queries import Filters
-from memex.textutil import parse_when
 
 
 def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -39,17 +37,4 @@ def filter_options(*names: str) -> Callable[[Callable[..., Any]], Callable[..., 
 
 def build_filters(**options: Any) -> Filters:
     """Store filters from the command's filter options (dates parsed, with one clear error)."""
-    try:
-        since = parse_when(options["since"]) if options.get("since") else None
-        until = parse_when(options["until"], end_of_day=True) if options.get("until") else None
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
-    return Filters(
-        project=options.get("project"),
-        agent=options.get("agent"),
-        since=since,
-        until=until,
-        session=options.get("session"),
-        file=options.get("file_path"),
-        pr=options.get("pr"),
-    )
+    return Filters.parse({**options, "file": options.get("file_path")})

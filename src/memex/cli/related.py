@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sqlite3
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -12,15 +11,15 @@ import click
 from rich.progress import Progress
 from rich.text import Text
 
+from memex.api import Memex
 from memex.cli.app import App
 from memex.cli.options import build_filters, filter_options, json_option
 from memex.cli.render import count_progress, project_name, short_time, subagent_label
 from memex.errors import UserError
-from memex.search.related import related_sessions, related_turns
+from memex.results import Related
 from memex.search.related.centroids import stale_sessions
 from memex.search.related.resources import ProgressFn
 from memex.store.db import store_writable
-from memex.store.queries import latest_session_in, resolve_session
 from memex.textutil import shorten
 
 
@@ -46,15 +45,15 @@ def common_options(func: Callable[..., Any]) -> Callable[..., Any]:
 @click.pass_obj
 def sessions_command(app: App, session: str | None, limit: int, as_json: bool, **options: Any) -> None:
     """Sessions whose files resemble SESSION's most, with the files they share."""
-    conn = open_store(app)
-    session_id = query_session(conn, session)
+    memex = open_store(app)
+    session_id = query_session(memex, session)
     with embedding_progress(app) as progress:
-        found = related_sessions(conn, app.config, session_id, build_filters(**options), limit, progress)
+        found = memex.related_sessions(session_id, build_filters(**options), limit, progress)
     if as_json:
-        app.emit_json(found)
+        app.emit_json(found.to_json())
         return
     print_header(app, found)
-    for number, hit in enumerate(found["results"], 1):
+    for number, hit in enumerate(found.results, 1):
         app.out.print(result_head(number, hit))
         if hit["title"]:
             app.out.print(Text("   " + shorten(hit["title"], 100), style="bold"))
@@ -73,18 +72,17 @@ def sessions_command(app: App, session: str | None, limit: int, as_json: bool, *
 @click.pass_obj
 def turns_command(app: App, session: str | None, limit: int, as_json: bool, window: int | None, **options: Any) -> None:
     """Stretches of turns in other sessions that worked on the files of SESSION's last turns."""
-    conn = open_store(app)
-    session_id = query_session(conn, session)
-    size = window or app.config.related_window_turns
+    memex = open_store(app)
+    session_id = query_session(memex, session)
     with embedding_progress(app) as progress:
-        found = related_turns(conn, app.config, session_id, build_filters(**options), limit, size, progress)
+        found = memex.related_turns(session_id, build_filters(**options), limit, window, progress)
     if as_json:
-        app.emit_json(found)
+        app.emit_json(found.to_json())
         return
-    for warning in found["warnings"]:
+    for warning in found.warnings:
         app.say("warning", warning)
     print_header(app, found)
-    for number, hit in enumerate(found["results"], 1):
+    for number, hit in enumerate(found.results, 1):
         head = result_head(number, hit)
         count = len(hit["turns"])
         head.append(f"  {count} turn{'' if count == 1 else 's'}", style="dim")
@@ -102,7 +100,7 @@ def turns_command(app: App, session: str | None, limit: int, as_json: bool, wind
 # --- shared by both commands ---------------------------------------------------------------------------
 
 
-def open_store(app: App) -> sqlite3.Connection:
+def open_store(app: App) -> Memex:
     """The store, read-write (the path vectors and centroids are cached in it); never a new empty one.
 
     A store this process cannot write serves find-related as long as its centroids are up to date; when
@@ -111,26 +109,22 @@ def open_store(app: App) -> sqlite3.Connection:
     if not path.exists():
         raise UserError(f"no memex database at {path} yet: run `memex index` first")
     if store_writable(path):
-        return app.db()
-    conn = app.db_readonly()
-    stale, seen, top = stale_sessions(conn, app.config.resource_model_version)
+        return app.memex(readonly=False)
+    memex = app.memex(readonly=True)
+    stale, seen, top = stale_sessions(memex.conn, app.config.resource_model_version)
     if stale or top != seen:
         raise UserError(
             f"MEMEX_HOME {path.parent} is read-only and find-related must first store the vectors of new file "
             "paths and sessions there: run it once where the store can be written"
         )
-    return conn
+    return memex
 
 
-def query_session(conn: sqlite3.Connection, prefix: str | None) -> str:
+def query_session(memex: Memex, prefix: str | None) -> str:
     """The session given by id or prefix, or the latest one of the current folder's project."""
     if prefix is not None:
-        return resolve_session(conn, prefix)
-    folder = os.getcwd()
-    found = latest_session_in(conn, folder)
-    if found is None:
-        raise UserError(f"no indexed session of this project ({folder}): give a session id, or run `memex index`")
-    return found
+        return memex.resolve_session(prefix)
+    return memex.latest_session(os.getcwd())
 
 
 @contextlib.contextmanager
@@ -149,8 +143,8 @@ def embedding_progress(app: App) -> Iterator[ProgressFn]:
         yield update
 
 
-def print_header(app: App, found: dict[str, Any]) -> None:
-    session = found["session"]
+def print_header(app: App, found: Related) -> None:
+    session = found.session
     head = Text("Related to ", style="bold")
     head.append(session["session_id"][:8], style="cyan")
     head.append(
@@ -162,7 +156,7 @@ def print_header(app: App, found: dict[str, Any]) -> None:
     if session["title"]:
         app.out.print(Text(shorten(session["title"], 100), style="dim"))
     app.out.print()
-    if not found["results"]:
+    if not found.results:
         app.err.print("No other session touched files to compare with (under these filters).")
 
 

@@ -11,9 +11,7 @@ from memex.cli.app import App
 from memex.cli.options import build_filters, filter_options, json_option
 from memex.cli.render import project_name, short_time, subagent_label
 from memex.cli.show import styled_turn_text
-from memex.errors import UserError
-from memex.search.hybrid import LEVELS, MODES, hybrid_search
-from memex.store.queries import resolve_session
+from memex.search.hybrid import LEVELS, MODES
 from memex.textutil import shorten
 
 EXCERPT_CHARS = 400
@@ -56,49 +54,36 @@ def search_command(
 ) -> None:
     """Search past turns and session mirrors for QUERY (words, identifiers, paths, meaning; any language)."""
     text = " ".join(query).strip()
-    if not text:
-        raise UserError("the search query is empty")
-    notes: list[str] = []
-    if computer:
-        from memex.sync.remote import remote_search
-
-        conn = app.db_readonly() if app.config.db_path.exists() else None
-        results = remote_search(app.config, computer, conn, text, build_filters(**options), limit)
-    else:
-        conn = app.db_readonly()
-        if options.get("session"):  # one session: a prefix matching none or several is a mistake to report
-            options["session"] = resolve_session(conn, options["session"], options.get("agent"))
-        outcome = hybrid_search(conn, app.config, text, build_filters(**options), limit, mode, level, per_session)
-        results, notes = outcome.results, outcome.notes
+    filters = build_filters(**options)
+    memex = app.memex(readonly=True)
+    found = memex.search(text, filters, limit=limit, mode=mode, level=level, per_session=per_session, computer=computer)
     if as_json:
-        app.emit_json(results)
+        app.emit_json(found.to_json())
         return
-    for note in notes:
+    for note in found.notes:
         app.say("note", note)
-    if not results:
+    if not found.hits:
         app.err.print("No matching turns.")
         return
     out = app.out
-    for number, hit in enumerate(results, 1):
+    for number, hit in enumerate(found.hits, 1):
         head = Text(f"{number}. ", style="bold")
-        head.append(hit["session_id"][:8], style="cyan")
-        head.append(
-            f"  {short_time(hit['started_at'])} · {hit['agent']} · {project_name(hit['project_dir'])}", style="dim"
-        )
-        if hit["agent_id"]:
-            head.append(f" {subagent_label(hit['agent_id'])}", style="magenta")
-        if hit["source"] == "mirror":
-            where = "" if hit["computer"] == app.config.computer else f" from {hit['computer']}"
+        head.append(hit.session_id[:8], style="cyan")
+        head.append(f"  {short_time(hit.started_at)} · {hit.agent} · {project_name(hit.project_dir)}", style="dim")
+        if hit.agent_id:
+            head.append(f" {subagent_label(hit.agent_id)}", style="magenta")
+        if hit.source == "mirror":
+            where = "" if hit.computer == app.config.computer else f" from {hit.computer}"
             head.append(f" [conversation{where}]", style="yellow")
-        elif hit.get("computer") and hit["computer"] != app.config.computer:
-            head.append(f" [on {hit['computer']}]", style="yellow")
+        elif hit.computer and hit.computer != app.config.computer:
+            head.append(f" [on {hit.computer}]", style="yellow")
         out.print(head)
-        if hit["title"]:
-            out.print(Text("   " + shorten(hit["title"], 100), style="bold"))
+        if hit.title:
+            out.print(Text("   " + shorten(hit.title, 100), style="bold"))
         body = (
-            styled_turn_text(hit["full_text"], drop_reaction=False)
+            styled_turn_text(hit.full_text, drop_reaction=False)
             if full
-            else Text("   " + shorten(hit["matched_chunk"], EXCERPT_CHARS))
+            else Text("   " + shorten(hit.matched_chunk, EXCERPT_CHARS))
         )
         out.print(body)
         out.print()

@@ -11,7 +11,6 @@ from rich.text import Text
 from memex.cli.app import App
 from memex.cli.options import build_filters, filter_options, json_option
 from memex.cli.render import project_name, short_time
-from memex.store.queries import list_sessions
 
 
 @click.group("sessions")
@@ -26,9 +25,9 @@ def sessions_group() -> None:
 @click.pass_obj
 def list_command(app: App, limit: int, as_json: bool, **options: Any) -> None:
     """Sessions, newest first by start time."""
-    sessions = list_sessions(app.db_readonly(), build_filters(**options), limit)
+    sessions = app.memex(readonly=True).sessions(build_filters(**options), limit)
     if as_json:
-        app.emit_json(sessions)
+        app.emit_json([s.to_json() for s in sessions])
         return
     if not sessions:
         app.err.print("No sessions match.")
@@ -39,19 +38,19 @@ def list_command(app: App, limit: int, as_json: bool, **options: Any) -> None:
     table.add_column("title", no_wrap=True, overflow="ellipsis")
     for s in sessions:
         extra = []
-        if s["subagents"]:
-            extra.append(f"+{s['subagents']} subagents")
-        if s["prs"]:
-            extra.append("PR " + ", ".join(f"#{n}" for n in s["prs"]))
-        title = Text(s["title"] or "—")
+        if s.subagents:
+            extra.append(f"+{s.subagents} subagents")
+        if s.prs:
+            extra.append("PR " + ", ".join(f"#{n}" for n in s.prs))
+        title = Text(s.title or "—")
         if extra:
             title.append(f" ({'; '.join(extra)})", style="dim")
         table.add_row(
-            Text(s["session_id"][:8], style="cyan"),
-            short_time(s["started_at"]),
-            s["agent"],
-            project_name(s["project_dir"]),
-            str(s["turns"]),
+            Text(s.session_id[:8], style="cyan"),
+            short_time(s.started_at),
+            s.agent,
+            project_name(s.project_dir),
+            str(s.turns),
             title,
         )
     app.out.print(table)

@@ -6,7 +6,6 @@ import codecs
 import re
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import click
@@ -16,10 +15,8 @@ from rich.text import Text
 from memex.cli.app import App
 from memex.cli.options import json_option
 from memex.cli.render import project_name, short_time, subagent_label
-from memex.errors import UserError
-from memex.ingest.mirrors import LABELS, Mirror, build_mirror, get_mirror
+from memex.ingest.mirrors import LABELS
 from memex.sources import ADAPTERS
-from memex.store.queries import get_session, resolve_session, session_turns
 
 _LABEL = re.compile(r"^(User \(next\)|User|Assistant|Compaction summary):", re.MULTILINE)
 _STYLES = {
@@ -49,48 +46,17 @@ def styled_turn_text(full_text: str, drop_reaction: bool = True) -> Text:
 @click.pass_obj
 def show_command(app: App, session: str, as_turns: bool, raw: bool, agent: str | None, as_json: bool) -> None:
     """Show a session as a conversation (SESSION: an id or a unique prefix); --turns for the full turns."""
-    conn = app.db_readonly()
-    session_id = resolve_session(conn, session, agent)
-    local = conn.execute("SELECT 1 FROM sessions WHERE session_id = ?", (session_id,)).fetchone() is not None
-    mirror = get_mirror(conn, session_id, app.config.computer)
-    if not local:
-        assert mirror is not None
-        if raw:  # the transcript stays on its computer: ask that computer's daemon for it
-            from memex.sync.remote import remote_raw
-
-            _write_blocks(app, remote_raw(app.config, mirror.computer, conn, session_id))
-            return
-        if as_turns:
-            raise UserError(
-                f"session {session_id} ran on {mirror.computer}: only its conversation is here (drop --turns, "
-                "or use --raw to fetch its transcript from there)"
-            )
-        _show_mirror(app, _mirror_info(mirror), mirror, as_json)
-        return
-    info = get_session(conn, session_id)
+    memex = app.memex(readonly=True)
     if raw:
-        _print_raw(app, info["transcript_path"], session_id)
-    elif as_turns:
-        _show_turns(app, info, session_turns(conn, session_id), as_json)
+        _write_blocks(app, memex.raw(session, agent=agent))
+        return
+    view = memex.show(session, turns=as_turns, agent=agent)
+    if as_json:
+        app.emit_json(view.to_json())
+    elif view.turns is not None:
+        _show_turns(app, view.session, view.turns)
     else:
-        if mirror is None or mirror.computer != info["computer"]:
-            mirror = build_mirror(conn, session_id)  # indexed before mirrors existed: built on the fly
-        _show_mirror(app, info, mirror, as_json)
-
-
-def _mirror_info(mirror: Mirror) -> dict[str, Any]:
-    """What is known of a session seen only through its mirror, in the shape of a session row."""
-    return {
-        "session_id": mirror.session_id,
-        "agent": mirror.agent,
-        "computer": mirror.computer,
-        "project_dir": mirror.project,
-        "title": mirror.title,
-        "started_at": mirror.timestamp_start,
-        "ended_at": mirror.timestamp_end,
-        "prs": [{"pr_number": n} for n in mirror.metadata.get("prs", [])],
-        "subagents": [],
-    }
+        _show_mirror(app, view.session, view.messages)
 
 
 def _header(app: App, info: dict[str, Any], extra: list[str]) -> None:
@@ -104,16 +70,7 @@ def _header(app: App, info: dict[str, Any], extra: list[str]) -> None:
     out.print(Text(" · ".join(meta + extra), style="dim"))
 
 
-def _show_mirror(app: App, info: dict[str, Any], mirror: Mirror | None, as_json: bool) -> None:
-    messages = mirror.messages() if mirror else []
-    if as_json:
-        data = None
-        if mirror is not None:
-            metadata = {k: v for k, v in mirror.metadata.items() if k != "messages"}
-            fields = {k: v for k, v in vars(mirror).items() if k not in ("conversation_text", "metadata")}
-            data = {**fields, "metadata": metadata, "messages": messages}
-        app.emit_json({"session": info, "mirror": data})
-        return
+def _show_mirror(app: App, info: dict[str, Any], messages: list[dict[str, Any]]) -> None:
     extra = [f"{len(info['subagents'])} subagents (--turns shows them)"] if info["subagents"] else []
     _header(app, info, extra)
     if not messages:
@@ -128,10 +85,7 @@ def _show_mirror(app: App, info: dict[str, Any], mirror: Mirror | None, as_json:
         app.out.print(Text(message["text"]))
 
 
-def _show_turns(app: App, info: dict[str, Any], turns: list[dict[str, Any]], as_json: bool) -> None:
-    if as_json:
-        app.emit_json({"session": info, "turns": turns})
-        return
+def _show_turns(app: App, info: dict[str, Any], turns: list[dict[str, Any]]) -> None:
     out = app.out
     _header(app, info, [f"{len(info['subagents'])} subagents"] if info["subagents"] else [])
     for number, turn in enumerate(turns, 1):
@@ -144,13 +98,6 @@ def _show_turns(app: App, info: dict[str, Any], turns: list[dict[str, Any]], as_
         out.print(styled_turn_text(turn["full_text"]))
         if turn["tool_summary"]:
             out.print(Text(turn["tool_summary"], style="dim"))
-
-
-def _print_raw(app: App, transcript_path: str | None, session_id: str) -> None:
-    if not transcript_path or not Path(transcript_path).is_file():
-        raise UserError(f"the transcript of {session_id} is not on this computer")
-    with open(transcript_path, "rb") as handle:
-        _write_blocks(app, iter(lambda: handle.read(1 << 16), b""))
 
 
 def _write_blocks(app: App, blocks: Iterator[bytes]) -> None:

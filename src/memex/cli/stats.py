@@ -8,7 +8,6 @@ from rich.text import Text
 
 from memex.cli.app import App
 from memex.cli.options import json_option
-from memex.store.queries import statistics
 
 
 @click.command("stats")
@@ -17,7 +16,7 @@ from memex.store.queries import statistics
 def stats_command(app: App, as_json: bool) -> None:
     """Counts of sessions, turns, chunks… the database size, agent versions, and format drift (records of
     types an agent's adapter does not know, per agent and version)."""
-    stats = statistics(app.db_readonly(), app.config.db_path)
+    stats = app.memex(readonly=True).stats().to_json()
     if as_json:
         app.emit_json(stats)
         return

@@ -61,7 +61,7 @@ def interruptible(function: Callable[[], T]) -> T:
     thread.join()
     if "error" in outcome:
         raise outcome["error"]
-    return outcome["value"]  # type: ignore[no-any-return]
+    return outcome["value"]
 
 
 class E5SmallQ4:

@@ -10,7 +10,6 @@ import contextlib
 import sqlite3
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from memex.config import Config
@@ -22,7 +21,12 @@ from memex.hooks.render import (
 )
 from memex.search.recall import Recalled, recall, semantic_recall
 from memex.store.db import connect
-from memex.store.queries import path_suffixes
+from memex.store.queries import (
+    file_mentions_of,
+    path_suffixes,
+    session_file_tools,
+    turns_before,
+)
 
 # Tools whose file mention means the turn changed the file: listed first in a file's history.
 CHANGING_TOOLS = {"Edit", "MultiEdit", "Write", "NotebookEdit", "file_history_snapshot"}
@@ -103,31 +107,13 @@ def _with_meaning(
         return hits
 
 
-def session_row(conn: sqlite3.Connection, session_id: str | None, transcript_path: str | None) -> sqlite3.Row | None:
-    """The stored session a hook's input names: by its transcript file first, else by id."""
-    if transcript_path:
-        key = str(Path(transcript_path).expanduser().resolve())
-        row = conn.execute("SELECT * FROM sessions WHERE transcript_path = ?", (key,)).fetchone()
-        if row is not None:
-            return row
-    if session_id:
-        return conn.execute("SELECT * FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
-    return None
-
-
 def compacted_answer(conn: sqlite3.Connection, config: Config, session: sqlite3.Row) -> tuple[str, int]:
     """The session's own last turns before its last compaction boundary (what the summary condensed)."""
     boundary = session["last_compact_line_index"]
     if boundary is None:
         return "", 0
     with deadline(conn, config.hook_query_deadline_ms):
-        rows = conn.execute(
-            "SELECT t.id, t.session_id, t.agent_id, t.kind, t.prompt_text, t.full_text, t.tool_summary, "
-            "t.started_at FROM turns t WHERE t.session_id = ? AND t.agent_id = '' AND t.line_index < ? "
-            "AND t.kind != 'compaction' ORDER BY t.line_index DESC LIMIT ?",
-            (session["session_id"], boundary, config.compact_max_turns),
-        ).fetchall()
-    turns = [dict(r) for r in rows]
+        turns = turns_before(conn, session["session_id"], boundary, config.compact_max_turns)
     text = render_compacted(turns, config.compact_budget_tokens, config.hook_max_chars, config.compact_max_turns)
     return text, len(turns)
 
@@ -135,14 +121,7 @@ def compacted_answer(conn: sqlite3.Connection, config: Config, session: sqlite3.
 def file_history(conn: sqlite3.Connection, path: str, session_id: str | None, limit: int) -> list[dict[str, Any]]:
     """Turns of other sessions that touched the file at absolute `path`: changes first, then newest first,
     one turn per session."""
-    forms = path_suffixes(path)
-    marks = ",".join("?" * len(forms))
-    rows = conn.execute(
-        "SELECT fm.file_path, fm.tool_name, t.id, t.session_id, t.agent_id, t.prompt_text, t.started_at, "
-        "s.project_dir, s.title FROM file_mentions fm JOIN turns t ON t.id = fm.turn_id "
-        f"JOIN sessions s ON s.session_id = t.session_id WHERE fm.file_path IN ({marks}) AND fm.session_id != ?",
-        [*forms, session_id or ""],
-    ).fetchall()
+    rows = file_mentions_of(conn, path_suffixes(path), session_id)
     turns: dict[int, dict[str, Any]] = {}
     for row in rows:
         stored = row["file_path"]
@@ -183,12 +162,7 @@ def file_history_answer(
 
 def recent_files(conn: sqlite3.Connection, session_id: str, limit: int) -> list[tuple[str, list[str]]]:
     """The files a session's own turns (not its subagents') touched, most recent first, with verbs."""
-    rows = conn.execute(
-        "SELECT fm.file_path, fm.tool_name, max(t.line_index) AS last_line FROM file_mentions fm "
-        "JOIN turns t ON t.id = fm.turn_id WHERE fm.session_id = ? AND t.agent_id = '' "
-        "GROUP BY fm.file_path, fm.tool_name",
-        (session_id,),
-    ).fetchall()
+    rows = session_file_tools(conn, session_id)
     files: dict[str, tuple[int, set[str]]] = {}
     for row in rows:
         last, verbs = files.get(row["file_path"], (-1, set()))

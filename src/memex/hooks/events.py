@@ -50,7 +50,7 @@ class Hook:
     def store(self, write: bool = False, busy_timeout_ms: int | None = None) -> Any:
         """The store: for writing (created if missing, waits for other writers) or for reading (None when
         there is no store yet; gives up at once on a locked file)."""
-        from memex.store.db import connect
+        from memex.store.db import connect, set_busy_timeout
 
         timeout = self.config.hook_write_busy_timeout_ms if write else self.config.hook_read_busy_timeout_ms
         timeout = timeout if busy_timeout_ms is None else busy_timeout_ms
@@ -59,7 +59,7 @@ class Hook:
                 self.log["detail"] = "no database"
                 return None
             self.conn = connect(self.config.db_path, timeout)
-        self.conn.execute(f"PRAGMA busy_timeout = {int(timeout)}")
+        set_busy_timeout(self.conn, timeout)
         return self.conn
 
     def close(self) -> None:
@@ -98,16 +98,9 @@ def _pending_bytes(conn: Any, transcript: Any) -> int | None:
         stat = transcript.path.stat()
     except FileNotFoundError:
         return None
-    if transcript.subagent_id:
-        row = conn.execute(
-            "SELECT file_size, file_mtime_ns, last_offset FROM subagent_sessions WHERE session_id = ? AND agent_id = ?",
-            (transcript.session_id, transcript.subagent_id),
-        ).fetchone()
-    else:
-        row = conn.execute(
-            "SELECT file_size, file_mtime_ns, last_offset FROM sessions WHERE transcript_path = ?",
-            (str(transcript.path.resolve()),),
-        ).fetchone()
+    from memex.store.queries import ingest_mark
+
+    row = ingest_mark(conn, transcript.session_id, transcript.subagent_id, str(transcript.path.resolve()))
     if row is not None and row[0] == stat.st_size and row[1] == stat.st_mtime_ns:
         return None
     consumed = row[2] if row is not None and row[2] <= stat.st_size else 0
@@ -198,7 +191,7 @@ def on_stop(hook: Hook) -> str:
     """Stop / SubagentStop: ingest the session (and its subagents); at Stop, tell a running memex daemon
     that the session stopped (it publishes the session's mirror and embeds what the ingest queued), or
     else start a background worker to embed it (embedding never runs inside a hook). Prints nothing, ever."""
-    from memex.sync.signals import notify_stop
+    from memex.signals import notify_stop
 
     stored = ingest_session(hook) and hook.log.get("turns")
     if (
@@ -217,16 +210,14 @@ def on_stop(hook: Hook) -> str:
 def on_pre_compact(hook: Hook) -> str:
     """PreCompact: ingest, then record where the compaction happens (what SessionStart re-injects from)."""
     from memex.store.db import transaction
+    from memex.store.queries import mark_compaction
 
     if not ingest_session(hook):
         return ""
     path = _main_transcript(hook)
     conn = hook.store(write=True)
     with transaction(conn):
-        conn.execute(
-            "UPDATE sessions SET last_compact_line_index = last_line_index WHERE transcript_path = ?",
-            (str(path.resolve()) if path else "",),
-        )
+        mark_compaction(conn, str(path.resolve()) if path else "")
     return ""
 
 
@@ -265,19 +256,20 @@ def on_prompt(hook: Hook) -> str:
         hook.log["warm"] = reply.reason
         if reply.needs_server:
             warm.spawn(hook.config)
-    from memex.hooks.answers import recall_answer
+    from memex.api import Memex
 
     conn = hook.store()
     if conn is None:
         return ""
-    text, hits = recall_answer(conn, hook.config, request)
-    hook.log.update(path="cold", hits=hits)
-    return text
+    recalled = Memex(hook.config, conn).recall(prompt, session_id=hook.session_id, project_dir=request["project_dir"])
+    hook.log.update(path="cold", hits=recalled.hits)
+    return recalled.text
 
 
 def on_session_start(hook: Hook) -> str:
     """SessionStart after a compaction: the session's own last turns before the boundary."""
-    from memex.hooks.answers import compacted_answer, session_row
+    from memex.hooks.answers import compacted_answer
+    from memex.store.queries import session_row
 
     if hook.payload.get("source") != "compact":
         hook.log["detail"] = f"source {hook.payload.get('source')!r}"
@@ -346,7 +338,8 @@ def _prune(folder: Path, max_age_seconds: float) -> None:
 
 def on_subagent_start(hook: Hook) -> str:
     """SubagentStart: the files the parent session touched most recently, for the subagent's context."""
-    from memex.hooks.answers import recent_files_answer, session_row
+    from memex.hooks.answers import recent_files_answer
+    from memex.store.queries import session_row
 
     refresh(hook)  # this very turn's edits are not in the store yet
     conn = hook.store()
@@ -387,10 +380,20 @@ def format_output(event: str, text: str) -> str:
     return ""  # Stop, SubagentStop, PreCompact: output there would keep the agent going or be dropped
 
 
+def _answered_in_settings(event: str, payload: dict[str, Any]) -> Path | None:
+    from memex.hooks.installer import answered_in_settings
+
+    cwd = payload.get("cwd")
+    return answered_in_settings(event, Path(cwd) if isinstance(cwd, str) and cwd else None)
+
+
 def run(
-    event: str, stdin: bytes, env: dict[str, str] | None = None, keep_open: bool = False
+    event: str, stdin: bytes, env: dict[str, str] | None = None, keep_open: bool = False, via_plugin: bool = False
 ) -> tuple[str, dict[str, Any]]:
     """Run one hook; returns what to print and the log entry. Never raises.
+
+    `via_plugin`: the handler comes from the Claude Code plugin's `hooks.json`; it stands aside (does
+    nothing, logs why) when memex's handlers in a settings file answer the same event.
 
     `keep_open` leaves the store connection open for a process about to end with `os._exit`: closing the
     last connection to a WAL database checkpoints it (an fsync), which the hook need not wait for; the
@@ -413,6 +416,9 @@ def run(
         home, max_log = config.home, config.hook_log_max_bytes
         if not config.hooks_enabled:
             entry["status"] = "disabled"
+        elif via_plugin and (answered := _answered_in_settings(event, payload)):
+            entry["status"] = "stood aside"
+            entry["detail"] = f"memex hooks in {answered} answer {event}; the plugin's stand aside"
         elif event not in HANDLERS:
             entry["status"] = "unknown event"
         else:
@@ -447,12 +453,14 @@ def main(argv: list[str], fast_exit: bool = False) -> int:
     With `fast_exit` (the `memex` executable) the process ends right after its output with `os._exit`,
     skipping interpreter teardown and the checkpoint of closing the store.
     """
+    from memex.hooks.installer import PLUGIN_FLAG
+
     event = argv[0] if argv else ""
     try:
         stdin = sys.stdin.buffer.read()
     except (OSError, ValueError, AttributeError):
         stdin = b""
-    output, _ = run(event, stdin, keep_open=fast_exit)
+    output, _ = run(event, stdin, keep_open=fast_exit, via_plugin=PLUGIN_FLAG in argv[1:])
     if output:
         with contextlib.suppress(OSError, ValueError):
             sys.stdout.write(output)

@@ -83,6 +83,42 @@ def handlers_for(config: Config, command: str) -> dict[str, dict[str, Any]]:
     return groups
 
 
+PLUGIN_FLAG = "--plugin"
+
+
+def plugin_hooks(config: Config) -> dict[str, Any]:
+    """The plugin's `hooks/hooks.json`: the handlers `install` writes, calling `memex` from PATH and marked
+    `--plugin` so that they stand aside where settings hooks answer the same event (no double recall)."""
+    groups = handlers_for(config, "memex")
+    for group in groups.values():
+        for handler in group["hooks"]:
+            handler["command"] += f" {PLUGIN_FLAG}"
+    return {
+        "description": "memex: ingest on Stop, recall on every prompt (stand aside for settings hooks).",
+        "hooks": {event: [group] for event, group in groups.items()},
+    }
+
+
+def answered_in_settings(event: str, project_dir: Path | None) -> Path | None:
+    """The settings file (user, project or local) whose memex handlers already answer `event`, if any:
+    the plugin's handler for that event then does nothing. Unreadable files count as holding none."""
+    for scope in SCOPES:
+        path = settings_path(scope, project_dir)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and event in installed(data):
+            return path
+    return None
+
+
+def plugin_enabled(settings: dict[str, Any]) -> bool:
+    """Whether a settings file enables a plugin named memex (from any marketplace)."""
+    enabled = settings.get("enabledPlugins")
+    return isinstance(enabled, dict) and any(str(name).split("@")[0] == "memex" and on for name, on in enabled.items())
+
+
 def _strip_memex(settings: dict[str, Any]) -> dict[str, int]:
     """Remove memex's handlers in place; returns, per event, the index of the first group that held one."""
     hooks = settings.get("hooks")

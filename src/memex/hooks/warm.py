@@ -358,10 +358,15 @@ def _shutdown(server: WarmServer, payload: dict[str, Any]) -> dict[str, Any]:
 
 @operation("recall")
 def _recall(server: WarmServer, payload: dict[str, Any]) -> dict[str, Any]:
-    from memex.hooks.answers import recall_answer
+    from memex.api import Memex
 
     conn = server.store()
     if conn is None:
         return {"text": "", "hits": 0}
-    text, hits = recall_answer(conn, server.config, payload, semantic=True)
-    return {"text": text, "hits": hits}
+    recalled = Memex(server.config, conn).recall(
+        payload.get("prompt") or "",
+        session_id=payload.get("session_id") or None,
+        project_dir=payload.get("project_dir") or None,
+        semantic=True,
+    )
+    return recalled.to_json()

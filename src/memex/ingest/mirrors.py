@@ -109,6 +109,8 @@ class Conversation:
         self.count = count
         self.chars = chars  # the length of all messages' texts
         # The last message not in `messages`: its speaker, length and time.
+        self.last_role: Any
+        self._last_timestamp: Any
         self.last_role, self._last_chars, self._last_timestamp = last or (None, 0, None)
         self.extension = ""
         self.seen: set[tuple[str, str]] = set()
@@ -367,7 +369,7 @@ def _resume(state: MirrorState, stored: _Stored) -> Conversation | None:
 def _stored_messages(conn: sqlite3.Connection, stored: _Stored, state: MirrorState) -> list[Any]:
     """The stored mirror's messages up to the state's last one (cut back to its length then). Of a cut
     mirror: its first half, a Gap, and the messages of its last half up to there."""
-    spans = mirror_store.stored_spans(conn, stored.segments)
+    spans: list[Any] = mirror_store.stored_spans(conn, stored.segments)
     text = mirror_store.stored_text(conn, stored.segments)
     if state.head is None:
         spans = spans[: state.messages]
@@ -379,7 +381,7 @@ def _stored_messages(conn: sqlite3.Connection, stored: _Stored, state: MirrorSta
             Gap(tail_start - head, after),
             *spans[head + 1 : head + 1 + state.messages - tail_start],
         ]
-    messages = [s if isinstance(s, Gap) else [s[0], text[s[1] : s[2]], s[3]] for s in spans]
+    messages: list[Any] = [s if isinstance(s, Gap) else [s[0], text[s[1] : s[2]], s[3]] for s in spans]
     if messages:
         messages[-1][1] = messages[-1][1][: state.last_chars]
     return messages

@@ -281,9 +281,9 @@ def hybrid_search(
                 candidate.lexical = True
                 candidate.chunk_id = hit.chunk_id
         if "session" in weights:
-            for rank, hit in enumerate(search_mirrors(conn, query, filters, wanted), 1):
+            for rank, found in enumerate(search_mirrors(conn, query, filters, wanted), 1):
                 fusion.add_session(
-                    hit["mirror_id"], hit["session_id"], "mirror", rank, weights["session"], bm25=hit["score"]
+                    found["mirror_id"], found["session_id"], "mirror", rank, weights["session"], bm25=found["score"]
                 )
     if mode in ("hybrid", "semantic") and searchable:
         assert embedder is not None

@@ -7,9 +7,8 @@ import re
 import sqlite3
 import unicodedata
 from dataclasses import dataclass
-from typing import Any
 
-from memex.store.queries import Filters, turns_by_ids, where
+from memex.store.queries import Filters, where
 from memex.textutil import fts_text, has_cjk
 
 # Candidate chunks fetched per wanted turn: several chunks of one turn can match.
@@ -146,18 +145,6 @@ def chunk_texts(conn: sqlite3.Connection, chunk_ids: list[int]) -> dict[int, str
     return {
         r["id"]: r["content"] for r in conn.execute(f"SELECT id, content FROM chunks WHERE id IN ({marks})", chunk_ids)
     }
-
-
-def lexical_search(conn: sqlite3.Connection, query: str, filters: Filters, limit: int = 10) -> list[dict[str, Any]]:
-    """Turns matching `query`, best first, each with its full text and the chunk that matched."""
-    hits = search_chunks(conn, query, filters, limit)
-    turns = turns_by_ids(conn, [h.turn_id for h in hits])
-    chunks = chunk_texts(conn, [h.chunk_id for h in hits])
-    results = []
-    for hit in hits:
-        turn = turns[hit.turn_id]
-        results.append({**turn, "score": round(hit.score, 4), "matched_chunk": chunks.get(hit.chunk_id, "")})
-    return results
 
 
 def fold(text: str) -> str:

@@ -15,8 +15,6 @@ from memex.search.lexical import _words, fts_terms
 from memex.store.queries import Filters, where
 from memex.textutil import has_cjk
 
-# Reciprocal-rank fusion constant: rank 1 of one list weighs about as much as rank 1 of the other.
-RRF_K = 60
 # Title words count double: a session named for a subject is about it.
 TITLE_WEIGHT = 2.0
 EXCERPT_CHARS = 400

@@ -273,10 +273,9 @@ class VectorIndex:
             positions = self._binary_candidates(query, max(wanted, self.config.search_rerank_candidates), mask)
             scores = self._matrix[positions] @ query
         else:
-            positions = np.flatnonzero(mask) if mask is not None else None
-            scores = (self._matrix[positions] if positions is not None else self._matrix) @ query
-            if positions is None:
-                positions = np.arange(self.rows)
+            selected = np.flatnonzero(mask) if mask is not None else None
+            scores = (self._matrix[selected] if selected is not None else self._matrix) @ query
+            positions = selected if selected is not None else np.arange(self.rows)
         top = min(wanted, len(scores))
         best = np.argpartition(-scores, top - 1)[:top]
         best = best[np.argsort(-scores[best])]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -214,7 +215,7 @@ def _blocks(content: Any) -> list[Block] | None:
         elif kind == "thinking" and isinstance(item.get("thinking"), str):
             blocks.append(Block("thinking", item["thinking"]))
         elif kind == "tool_use" and isinstance(item.get("name"), str):
-            tool_input = item.get("input") if isinstance(item.get("input"), dict) else {}
+            tool_input = tool_input_ if isinstance(tool_input_ := item.get("input"), dict) else {}
             tool = ToolUse(item["name"], tool_input, item.get("id") if isinstance(item.get("id"), str) else None)
             blocks.append(Block("tool_use", tool=tool))
         elif kind == "tool_result":
@@ -334,7 +335,7 @@ def parse_line(line: RawLine) -> Entry | BadLine | None:
         entry.extra["subtype"] = subtype
         entry.kind = "compact_boundary" if subtype == "compact_boundary" else "other"
     elif entry_type == "file-history-snapshot":
-        snapshot = data.get("snapshot") if isinstance(data.get("snapshot"), dict) else data
+        snapshot = snapshot_ if isinstance(snapshot_ := data.get("snapshot"), dict) else data
         backups = snapshot.get("trackedFileBackups")
         entry.kind = "file_snapshot"
         entry.timestamp = entry.timestamp or normalize_timestamp(snapshot.get("timestamp"))
@@ -366,4 +367,4 @@ def read_entries(
         elif line.error is not None:
             yield line, BadLine(line.line_index, line.error)
         else:
-            yield line, checked(line.line_index, lambda line=line: parse_line(line))
+            yield line, checked(line.line_index, partial(parse_line, line))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from datetime import date, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,6 @@ _SESSION_META_PAYLOAD = re.compile(rb'"type"\s*:\s*"session_meta"\s*,\s*"payload
 _META_IDS = re.compile(rb'"(id|session_id|parent_thread_id)"\s*:\s*"([^"\\]+)"')
 # Record types this module reads, or knows to carry nothing to recall. Any other type is kept as an entry
 # and counted as format drift (`memex stats`).
-KNOWN_LINE_TYPES = frozenset({*WRAPPED_TYPES, "world_state", "token_usage_record"})
 _IGNORED_LINE_TYPES = frozenset({"world_state", "token_usage_record"})
 KNOWN_ITEM_TYPES = frozenset(
     {
@@ -239,11 +239,6 @@ def subagent_transcripts(session_path: Path) -> list[Transcript]:
 # --- normalisation ---------------------------------------------------------------------------------
 
 
-def is_injected(text: str) -> bool:
-    """True for user-role text Codex wrote itself (instructions, environment context, IDE context alone)."""
-    return codex_user_text(text) is None
-
-
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
@@ -357,7 +352,7 @@ class _Reader:
         return Entry(line.line_index, "unknown", "other", timestamp=self._old_timestamp(), unknown=True)
 
     def _session_meta(self, line: RawLine, payload: dict[str, Any], timestamp: str | None) -> Entry:
-        git = payload.get("git") if isinstance(payload.get("git"), dict) else {}
+        git = git_ if isinstance(git_ := payload.get("git"), dict) else {}
         extra = {
             key: value
             for key, value in (
@@ -451,7 +446,7 @@ def _tool_call(item_type: str, item: dict[str, Any]) -> ToolUse | None:
             return None
         raw_input = item.get("input")
         return _tool(name, {"input": raw_input} if isinstance(raw_input, str) else {}, call_id)
-    action = item.get("action") if isinstance(item.get("action"), dict) else {}
+    action = action_ if isinstance(action_ := item.get("action"), dict) else {}
     if item_type == "local_shell_call":
         args = {"command": action.get("command"), "workdir": action.get("working_directory")}
         return _tool("local_shell", {k: v for k, v in args.items() if v is not None}, call_id)
@@ -468,14 +463,14 @@ def _event(line_index: int, event: dict[str, Any], timestamp: str | None) -> Ent
     entry = Entry(line_index, f"event_msg/{event_type}", "other", timestamp=timestamp)
     entry.unknown = event_type not in KNOWN_EVENT_TYPES
     if event_type == "user_message":
-        message = event.get("message") if isinstance(event.get("message"), str) else ""
+        message = message_ if isinstance(message_ := event.get("message"), str) else ""
         images = event.get("images") or event.get("local_images")
         entry.blocks = [Block("text", message)] + ([Block("image")] if images else [])
         _user_event(entry)
         if event.get("kind") in ("user_instructions", "environment_context"):
             entry.kind = "user_meta"
     elif event_type == "item_completed":  # Codex 0.169: what the thread did, item by item
-        item = event.get("item") if isinstance(event.get("item"), dict) else {}
+        item = item_ if isinstance(item_ := event.get("item"), dict) else {}
         if item.get("type") in _ITEM_ECHOES:
             return None
         if item.get("type") == "UserMessage":
@@ -528,7 +523,7 @@ def read_entries(
         elif line.data is None:
             parsed = None
         else:
-            parsed = checked(line.line_index, lambda line=line: reader.parse(line))
+            parsed = checked(line.line_index, partial(reader.parse, line))
         if held and parsed is None:
             held.append((line, parsed))
             continue

@@ -27,7 +27,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -88,12 +88,17 @@ def _decode(raw: bytes) -> tuple[str, bool]:
         return raw.decode("utf-8", "replace"), True
 
 
+def _json_string(body: str) -> Any:
+    """The value of a JSON string literal's body (without its quotes)."""
+    return scrub(json.loads(f'"{body}"'))
+
+
 def _salvage(text: str, chat: Chat, error: str) -> Chat:
     """What a cut or damaged JSON document still holds: its header fields and its complete messages."""
     for key in ("sessionId", "projectHash", "startTime", "lastUpdated", "kind", "summary"):
         found = re.search(rf'"{key}"\s*:\s*"((?:[^"\\]|\\.)*)"', text)
         if found:
-            value = guarded(0, lambda found=found: scrub(json.loads(f'"{found.group(1)}"')))
+            value = guarded(0, partial(_json_string, found.group(1)))
             if isinstance(value, str):
                 chat.meta[key] = value
     start = re.search(r'"messages"\s*:\s*\[', text)
@@ -442,7 +447,7 @@ def _tool(call: dict[str, Any]) -> ToolUse | None:
     name = _str(call.get("name"))
     if name is None:
         return None
-    args = call.get("args") if isinstance(call.get("args"), dict) else {}
+    args = args_ if isinstance(args_ := call.get("args"), dict) else {}
     paths: list[str] = []
     command = args.get("command")
     if isinstance(command, str):
@@ -471,7 +476,7 @@ def _response_text(parts: Any) -> str:
 def _answer(call: dict[str, Any]) -> str | None:
     """What a subagent answered through `complete_task` (its only record of it), or what a subagent
     reported to the agent that invoked it (`invoke_agent`'s output)."""
-    args = call.get("args") if isinstance(call.get("args"), dict) else {}
+    args = args_ if isinstance(args_ := call.get("args"), dict) else {}
     if call.get("name") == _COMPLETE_TASK:
         result = args.get("result")
         if isinstance(result, dict):
@@ -586,8 +591,7 @@ def chat_entries(path: Path, chat: Chat, subagent: bool = False) -> list[Entry |
     """The entries of a replayed chat: header, messages, closing metadata."""
     meta = chat.meta
     entries: list[Entry | BadLine] = [
-        checked(n, lambda n=n, m=m: message_entry(n, m)) or BadLine(n, "empty message")
-        for n, m in enumerate(chat.messages, 1)
+        checked(n, partial(message_entry, n, m)) or BadLine(n, "empty message") for n, m in enumerate(chat.messages, 1)
     ]
     context_dirs: list[str] = []
     for entry in entries:

@@ -143,16 +143,16 @@ def read_jsonl(
             raw = handle.readline(min(chunk, size - offset))
             if not raw:
                 return
-            end: int | None = offset + len(raw)
+            end = offset + len(raw)
             if not raw.endswith(b"\n") and end < size:  # a long line: where does it end?
-                end = _line_end(handle, end, size)
-                length = (size if end is None else end) - offset
-                if length - (end is not None) > max_line_bytes:  # its newline aside
-                    if end is None:
+                line_end = _line_end(handle, end, size)
+                length = (size if line_end is None else line_end) - offset
+                if length - (line_end is not None) > max_line_bytes:  # its newline aside
+                    if line_end is None:
                         return  # still being written; counted when complete
                     reason = f"line of {length:,} bytes is over max_line_bytes ({max_line_bytes:,})"
-                    yield RawLine(line_index, offset, end, None, reason)
-                    offset, line_index = end, line_index + 1
+                    yield RawLine(line_index, offset, line_end, None, reason)
+                    offset, line_index = line_end, line_index + 1
                     continue
                 handle.seek(offset)
                 raw = handle.read(length)

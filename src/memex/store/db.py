@@ -178,6 +178,11 @@ def connect(path: Path, busy_timeout_ms: int = 30_000) -> sqlite3.Connection:
     return conn
 
 
+def set_busy_timeout(conn: sqlite3.Connection, milliseconds: int) -> None:
+    """How long this connection waits for another writer before giving up."""
+    conn.execute(f"PRAGMA busy_timeout = {int(milliseconds)}")
+
+
 def connect_readonly(path: Path, busy_timeout_ms: int = 30_000) -> sqlite3.Connection:
     """Open an existing database for reading only (search and show work while a writer is busy, and on
     a store this process cannot write: a read-only mount, another user's folder)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,38 @@ class Filters:
     pr: int | None = None  # sessions linked to this pull request
     include_subagents: bool = True
     exclude_session: str | None = None  # never this session's turns (a hook's own session)
+
+    @classmethod
+    def parse(cls, values: Mapping[str, Any]) -> Filters:
+        """Filters from what a person typed (CLI options, HTTP query parameters): `project`, `agent`,
+        `since` and `until` (2026-05-01, ISO time, or 7d / 12h / 2w ago; a bare `until` date includes its
+        day), `session` (an id or prefix), `file`, `pr`. Absent or empty values filter nothing; UserError
+        names a value that does not parse."""
+        from memex.sources import ADAPTERS  # the agents' names (store/ imports nothing else above it)
+        from memex.textutil import parse_when
+
+        try:
+            since = parse_when(values["since"]) if values.get("since") else None
+            until = parse_when(values["until"], end_of_day=True) if values.get("until") else None
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+        agent = values.get("agent") or None
+        if agent is not None and agent not in ADAPTERS:
+            raise UserError(f"unknown agent {agent!r}")
+        pr = values.get("pr")
+        if pr is not None and not isinstance(pr, int):
+            if not str(pr).strip().isdigit():
+                raise UserError(f"pr must be a pull request number, got {pr!r}")
+            pr = int(pr)
+        return cls(
+            project=values.get("project") or None,
+            agent=agent,
+            since=since,
+            until=until,
+            session=values.get("session") or None,
+            file=values.get("file") or None,
+            pr=pr,
+        )
 
     def _project_clause(self, column: str) -> tuple[str, list[Any]]:
         assert self.project
@@ -277,6 +310,16 @@ def statistics(conn: sqlite3.Connection, db_path: Path) -> dict[str, Any]:
     }
 
 
+def session_count(conn: sqlite3.Connection) -> int:
+    """How many sessions are indexed here."""
+    return int(conn.execute("SELECT count(*) FROM sessions").fetchone()[0])
+
+
+def mirror_counts(conn: sqlite3.Connection) -> dict[str, int]:
+    """How many mirrors this store holds of each computer."""
+    return dict(conn.execute("SELECT computer, count(*) FROM mirrors GROUP BY computer").fetchall())
+
+
 def agent_versions(conn: sqlite3.Connection) -> dict[str, dict[str, int]]:
     """Sessions per agent and version of the agent that wrote them (newest version first)."""
     versions: dict[str, dict[str, int]] = {}
@@ -327,3 +370,82 @@ def latest_session_in(conn: sqlite3.Connection, folder: str) -> str | None:
         (json.dumps(list(dict.fromkeys(candidates))),),
     ).fetchone()
     return row[0] if row else None
+
+
+# --- what the hooks read ---------------------------------------------------------------------------
+
+
+def session_row(conn: sqlite3.Connection, session_id: str | None, transcript_path: str | None) -> sqlite3.Row | None:
+    """The stored session a hook's input names: by its transcript file (resolved) first, else by id."""
+    if transcript_path:
+        key = str(Path(transcript_path).expanduser().resolve())
+        row = conn.execute("SELECT * FROM sessions WHERE transcript_path = ?", (key,)).fetchone()
+        if row is not None:
+            return row
+    if session_id:
+        return conn.execute("SELECT * FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+    return None
+
+
+def is_indexed(conn: sqlite3.Connection, session_id: str) -> bool:
+    """True when the session is indexed here (not only known by another computer's mirror)."""
+    return conn.execute("SELECT 1 FROM sessions WHERE session_id = ?", (session_id,)).fetchone() is not None
+
+
+def ingest_mark(
+    conn: sqlite3.Connection, session_id: str, subagent_id: str | None, resolved_path: str
+) -> tuple[int | None, int | None, int] | None:
+    """(file size, mtime in ns, byte offset) a transcript had at its last ingest; None if never ingested. A
+    subagent's transcript is found by its session and agent ids, a session's by its resolved path."""
+    if subagent_id:
+        row = conn.execute(
+            "SELECT file_size, file_mtime_ns, last_offset FROM subagent_sessions WHERE session_id = ? AND agent_id = ?",
+            (session_id, subagent_id),
+        ).fetchone()
+    else:
+        row = conn.execute(
+            "SELECT file_size, file_mtime_ns, last_offset FROM sessions WHERE transcript_path = ?", (resolved_path,)
+        ).fetchone()
+    return (row[0], row[1], row[2]) if row is not None else None
+
+
+def turns_before(conn: sqlite3.Connection, session_id: str, line_index: int, limit: int) -> list[dict[str, Any]]:
+    """A session's own last `limit` turns (no subagents, no compaction summaries) before `line_index`,
+    newest first."""
+    rows = conn.execute(
+        "SELECT t.id, t.session_id, t.agent_id, t.kind, t.prompt_text, t.full_text, t.tool_summary, "
+        "t.started_at FROM turns t WHERE t.session_id = ? AND t.agent_id = '' AND t.line_index < ? "
+        "AND t.kind != 'compaction' ORDER BY t.line_index DESC LIMIT ?",
+        (session_id, line_index, limit),
+    ).fetchall()
+    return [dict(r) for r in rows]
+
+
+def file_mentions_of(conn: sqlite3.Connection, stored_forms: list[str], other_than: str | None) -> list[sqlite3.Row]:
+    """Mentions of a file stored as any of `stored_forms`, in sessions other than `other_than`, with their
+    turn and session (file_path, tool_name, id, session_id, agent_id, prompt_text, started_at, project_dir,
+    title)."""
+    marks = ",".join("?" * len(stored_forms))
+    return conn.execute(
+        "SELECT fm.file_path, fm.tool_name, t.id, t.session_id, t.agent_id, t.prompt_text, t.started_at, "
+        "s.project_dir, s.title FROM file_mentions fm JOIN turns t ON t.id = fm.turn_id "
+        f"JOIN sessions s ON s.session_id = t.session_id WHERE fm.file_path IN ({marks}) AND fm.session_id != ?",
+        [*stored_forms, other_than or ""],
+    ).fetchall()
+
+
+def session_file_tools(conn: sqlite3.Connection, session_id: str) -> list[sqlite3.Row]:
+    """(file_path, tool_name, last_line) of the files a session's own turns (not its subagents') touched."""
+    return conn.execute(
+        "SELECT fm.file_path, fm.tool_name, max(t.line_index) AS last_line FROM file_mentions fm "
+        "JOIN turns t ON t.id = fm.turn_id WHERE fm.session_id = ? AND t.agent_id = '' "
+        "GROUP BY fm.file_path, fm.tool_name",
+        (session_id,),
+    ).fetchall()
+
+
+def mark_compaction(conn: sqlite3.Connection, resolved_path: str) -> None:
+    """Record that the session of this transcript was compacted at its last ingested line."""
+    conn.execute(
+        "UPDATE sessions SET last_compact_line_index = last_line_index WHERE transcript_path = ?", (resolved_path,)
+    )

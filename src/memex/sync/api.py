@@ -1,6 +1,6 @@
 """What the daemon's HTTP API answers: search over this computer's store, a session's mirror, the file
-of its raw transcript. Plain functions over a read-only connection, with no HTTP server in sight
-(`sync/server.py` serves them), so the CLI can call `local_search` without loading the server.
+of its raw transcript. Plain functions that parse a request, call one `Memex` method over a read-only
+connection and return its JSON (`memex.results` documents the shapes); `sync/server.py` serves them.
 
 | route | answers |
 | --- | --- |
@@ -25,16 +25,10 @@ import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
+from memex.api import Memex
 from memex.config import Config
 from memex.errors import UserError
-from memex.ingest.mirrors import build_mirror, get_mirror
-from memex.search.hybrid import hybrid_search
-from memex.sources import ADAPTERS
-from memex.store.queries import Filters, get_session
-from memex.sync.outbound import redacted_hit
-from memex.sync.redact import redact
-from memex.sync.wire import redact_mirror
-from memex.textutil import parse_when
+from memex.store.queries import Filters
 
 # Session ids are UUIDs, Codex and Gemini ids, or `<id>-<hash>`: letters, digits, `-` and `_`.
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
@@ -71,18 +65,6 @@ def advertised_url(config: Config, host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def local_search(
-    conn: sqlite3.Connection, config: Config, query: str, filters: Filters, limit: int, redacted: bool = True
-) -> list[dict[str, Any]]:
-    """This computer's own sessions matching `query` (hybrid search, others' mirrors left out), redacted
-    for leaving."""
-    found = hybrid_search(conn, config, query, filters, limit * 2).results
-    results = [hit for hit in found if hit["computer"] == config.computer][:limit]
-    if not redacted:
-        return results
-    return [redacted_hit(conn, hit, query) for hit in results]  # each piece redacted as part of its whole
-
-
 def search_request(query: Mapping[str, str]) -> tuple[str, Filters, int]:
     """The query text, filters and limit of a `/v1/search` request (ApiFailure 400 when one is bad)."""
     for name in SEARCH_PARAMETERS:
@@ -95,26 +77,18 @@ def search_request(query: Mapping[str, str]) -> tuple[str, Filters, int]:
         raise ApiFailure(400, f"q is longer than {MAX_QUERY_CHARS} characters")
     try:
         limit = min(MAX_LIMIT, max(1, int(query.get("limit", "10"))))
-        since = parse_when(query["since"]) if query.get("since") else None
-        until = parse_when(query["until"], end_of_day=True) if query.get("until") else None
     except ValueError as exc:
         raise ApiFailure(400, str(exc)) from None
-    agent = query.get("agent") or None
-    if agent is not None and agent not in ADAPTERS:
-        raise ApiFailure(400, f"unknown agent {agent!r}")
-    filters = Filters(
-        project=query.get("project") or None,
-        agent=agent,
-        since=since,
-        until=until,
-        session=query.get("session") or None,
-    )
+    try:
+        filters = Filters.parse({name: query.get(name) for name in ("project", "agent", "since", "until", "session")})
+    except UserError as exc:
+        raise ApiFailure(400, str(exc)) from None
     return text, filters, limit
 
 
 def search(conn: sqlite3.Connection, config: Config, text: str, filters: Filters, limit: int) -> dict[str, Any]:
     """The body of `/v1/search`."""
-    return {"computer": config.computer, "results": local_search(conn, config, text, filters, limit)}
+    return Memex(config, conn).computer_search(text, filters, limit).to_json()
 
 
 def checked_session_id(session_id: str) -> str:
@@ -124,31 +98,17 @@ def checked_session_id(session_id: str) -> str:
     return session_id
 
 
-def mirror(conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
+def mirror(conn: sqlite3.Connection, config: Config, session_id: str) -> dict[str, Any]:
     """The body of `/v1/sessions/<id>/mirror`: the session and its mirror, redacted."""
-    session = _local_session(conn, session_id)
-    found = get_mirror(conn, session_id, session["computer"])
-    if found is None or found.computer != session["computer"]:
-        found = build_mirror(conn, session_id)
-    data = None
-    if found is not None:
-        clean, _ = redact_mirror(found)
-        fields = {k: v for k, v in vars(clean).items() if k not in ("conversation_text", "metadata")}
-        metadata = {k: v for k, v in clean.metadata.items() if k != "messages"}
-        data = {**fields, "metadata": metadata, "messages": clean.messages()}
-    info = {k: session[k] for k in ("session_id", "agent", "computer", "project_dir", "title", "started_at")}
-    info["title"] = redact(info["title"])[0] if info["title"] else None
-    return {"session": info, "mirror": data}
-
-
-def transcript_path(conn: sqlite3.Connection, session_id: str) -> str | None:
-    """The transcript file the store recorded for a session indexed here (ApiFailure 404 for others)."""
-    return _local_session(conn, session_id)["transcript_path"]
-
-
-def _local_session(conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
-    """A session indexed on this computer (404 for any other id)."""
     try:
-        return get_session(conn, session_id)
+        return Memex(config, conn).session_mirror(session_id).to_json()
+    except UserError:
+        raise ApiFailure(404, "no such session") from None
+
+
+def transcript_path(conn: sqlite3.Connection, config: Config, session_id: str) -> str | None:
+    """The transcript file the store recorded for a session indexed here (ApiFailure 404 for others)."""
+    try:
+        return Memex(config, conn).transcript_path(session_id)
     except UserError:
         raise ApiFailure(404, "no such session") from None

@@ -31,12 +31,14 @@ from pathlib import Path
 from typing import IO, Any
 
 import memex
+from memex.api import Memex
 from memex.config import Config
 from memex.errors import UserError
-from memex.ingest.indexer import default_roots, discover, index_transcripts
+from memex.ingest.indexer import default_roots
 from memex.ingest.pipeline import failed_report, ingest_transcript, is_store_failure
+from memex.signals import PID_FILE, take_stops
 from memex.sources import ADAPTERS
-from memex.sources.files import Skipped, safe_resolve
+from memex.sources.files import safe_resolve
 from memex.store.db import connect
 from memex.sync import outbox
 from memex.sync.heartbeat import ComputerInfo, announce, iso, registry, remember, withdraw
@@ -44,7 +46,6 @@ from memex.sync.inbox import Consumer
 from memex.sync.keys import Keys
 from memex.sync.link import OUTAGE_ERRORS, RedisLink
 from memex.sync.server import ApiServer
-from memex.sync.signals import PID_FILE, take_stops
 from memex.sync.token import ensure_token
 from memex.sync.watch import Watcher
 
@@ -135,11 +136,7 @@ class Daemon:
 
     def index_all(self) -> None:
         """Ingest every transcript that changed since the last run (the first run is the backfill)."""
-        skipped: list[Skipped] = []
-        transcripts = discover(self.roots, skipped)
-        report = index_transcripts(
-            self.conn, self.config, transcripts, workers=self.config.index_workers, skipped=skipped
-        )
+        report = Memex(self.config, self.conn).index(workers=self.config.index_workers)
         self._index_pending = False
         for failed in report.failed:
             self._file_failed(failed.path, failed.reason)

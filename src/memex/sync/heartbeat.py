@@ -78,7 +78,7 @@ def registry(client: redis.Redis, keys: Keys) -> list[ComputerInfo]:
     beats = pipe.execute()
     found = []
     for name, beat in zip(names, beats, strict=True):
-        raw = entries.get(name.encode(), entries.get(name))  # type: ignore[call-overload]
+        raw = entries.get(name.encode(), entries.get(name))
         info = _parse(beat if beat is not None else raw, name)
         info.live = beat is not None
         found.append(info)

@@ -16,7 +16,7 @@ import logging
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import redis
 
@@ -131,7 +131,7 @@ class Consumer:
             cursor = 0
             while True:
                 cursor, page = client.hscan(self.keys.latest(member), cursor, count=self.batch)
-                written += apply_payloads(self.conn, page.values(), self.computer)
+                written += apply_payloads(self.conn, cast(dict[bytes, bytes], page).values(), self.computer)
                 if int(cursor) == 0:
                     break
         if written:
@@ -174,7 +174,7 @@ class Consumer:
                 self._prepared_for = None
                 return None
             raise
-        return reply[0][1] if reply else []
+        return cast(list[Any], reply)[0][1] if reply else []
 
     def _apply(self, client: redis.Redis, entries: list[tuple[Any, Any]]) -> StepResult:
         """Store the entries' mirrors in one transaction, then acknowledge them all."""

@@ -71,13 +71,7 @@ def client_for(config: Config, name: str, conn: sqlite3.Connection | None) -> Ap
 def remote_search(
     config: Config, name: str, conn: sqlite3.Connection | None, query: str, filters: Filters, limit: int
 ) -> list[dict[str, Any]]:
-    """`memex search --computer NAME`: that computer's own sessions matching `query`."""
-    if filters.file or filters.pr is not None:
-        raise UserError("--file and --pr are not available with --computer")
-    if name == config.computer and conn is not None:  # this computer: no need for its daemon
-        from memex.sync.api import local_search
-
-        return local_search(conn, config, query, filters, limit, redacted=False)
+    """`memex search --computer NAME`: that computer's own sessions matching `query`, asked of its daemon."""
     client = client_for(config, name, conn)
     return client.search(
         query,

@@ -193,11 +193,11 @@ class _Routes:
 
     async def mirror(self, request: Request) -> Response:
         session_id = api.checked_session_id(request.path_params["session_id"])
-        return _json(200, await self._with_store(request, lambda conn: api.mirror(conn, session_id)))
+        return _json(200, await self._with_store(request, lambda conn: api.mirror(conn, self.config, session_id)))
 
     async def raw(self, request: Request) -> Response:
         session_id = api.checked_session_id(request.path_params["session_id"])
-        handle, size = await self._with_store(request, lambda conn: _open_transcript(conn, session_id))
+        handle, size = await self._with_store(request, lambda conn: _open_transcript(conn, self.config, session_id))
         headers = {"Content-Length": str(size), "X-Memex-Computer": self.config.computer}
         return StreamingResponse(self._blocks(handle, size), headers=headers, media_type="application/octet-stream")
 
@@ -236,9 +236,9 @@ class _Routes:
             handle.close()
 
 
-def _open_transcript(conn: sqlite3.Connection, session_id: str) -> tuple[IO[bytes], int]:
+def _open_transcript(conn: sqlite3.Connection, config: Config, session_id: str) -> tuple[IO[bytes], int]:
     """The transcript the store recorded for the session, open, and its size now."""
-    path = api.transcript_path(conn, session_id)
+    path = api.transcript_path(conn, config, session_id)
     try:
         handle = open(path, "rb")  # type: ignore[arg-type]  # noqa: SIM115 (closed by the stream)
     except (OSError, TypeError):

@@ -1,0 +1,492 @@
+"""`Memex`: the one face of the library. Every door (the CLI, the hooks, the warm server, the daemon's
+HTTP API, the MCP server, the web viewer) parses its input, calls one method, and renders the typed result
+(`memex.results`, each with one `to_json()`).
+
+    with Memex.open(readonly=True) as memex:
+        for hit in memex.search("sticky header", Filters.parse({"since": "7d"})).hits:
+            print(hit.session_id, hit.title)
+
+The store connection is opened on first use (a command that needs none, like `computers` on a fresh
+computer, never creates a database) and closed with the face; a door that keeps its own connection (a hook,
+the warm server's per-thread connections) lends it with `Memex(config, conn)`. This module imports only the
+configuration and the store's filters: what a method needs is imported when it is called, so a hook pays
+for nothing it does not use.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from memex.config import Config, load_config
+from memex.errors import UserError
+from memex.store.queries import Filters
+
+if TYPE_CHECKING:
+    from memex.embed.worker import DrainReport
+    from memex.ingest.indexer import FileReport, IndexReport
+    from memex.ingest.mirrors import Mirror
+    from memex.results import (
+        ComputerList,
+        ComputerSearch,
+        Recall,
+        Related,
+        SearchHit,
+        SearchResults,
+        SessionSummary,
+        SessionView,
+        Stats,
+    )
+    from memex.sources.files import Skipped
+    from memex.sources.model import Transcript
+
+ProgressFn = Callable[[int, int], None]
+
+
+@dataclass
+class Discovery:
+    """The transcripts an index run will read: found under `roots`, passed over (`skipped`: unreadable),
+    or given by hand and claimed by no agent (`refused`)."""
+
+    roots: dict[str, list[Path]]
+    transcripts: list[Transcript]
+    skipped: list[Skipped] = field(default_factory=list)
+    refused: list[Skipped] = field(default_factory=list)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(_size(t.path) for t in self.transcripts)
+
+
+class Memex:
+    """Recall over one store: search, recall, show, list, relate, count."""
+
+    def __init__(self, config: Config, conn: sqlite3.Connection | None = None, *, readonly: bool = False) -> None:
+        self.config = config
+        self.readonly = readonly
+        self._conn = conn
+        self._owned = conn is None  # a lent connection stays open when the face closes
+
+    @classmethod
+    def open(cls, config: Config | None = None, *, readonly: bool = False) -> Memex:
+        """The face over the configured store (`load_config()` unless given); read-only for doors that only
+        read (they then work while a writer is busy, and on a store they cannot write)."""
+        return cls(config or load_config(), readonly=readonly)
+
+    def __enter__(self) -> Memex:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._conn is not None and self._owned:
+            self._conn.close()
+            self._conn = None
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The store connection (opened now if it was not: a read-write one creates and migrates the store)."""
+        if self._conn is None:
+            from memex.store.db import connect, connect_readonly
+
+            opener = connect_readonly if self.readonly else connect
+            self._conn = opener(self.config.db_path, self.config.busy_timeout_ms)
+        return self._conn
+
+    def _existing_conn(self) -> sqlite3.Connection | None:
+        """The connection when there is a store, else None (never creates one)."""
+        if self._conn is None and not self.config.db_path.exists():
+            return None
+        return self.conn
+
+    # --- index and embed ------------------------------------------------------------------------------
+
+    def discover(self, paths: Sequence[Path] = (), agents: Sequence[str] = ()) -> Discovery:
+        """The transcripts under `paths` (files or folders), or under the agents' default folders when none
+        is given; only those of `agents` (default: every agent)."""
+        from memex.ingest.indexer import default_roots, discover
+        from memex.sources import ADAPTERS
+        from memex.sources.files import Skipped, safe_resolve
+
+        chosen = list(agents) or sorted(ADAPTERS)
+        if paths:
+            roots = {agent: [safe_resolve(p) for p in paths] for agent in chosen}
+        else:
+            roots = default_roots(self.config, chosen)
+        skipped: list[Skipped] = []
+        transcripts = discover(roots, skipped)
+        # The files given by hand that no agent claimed (and that were not passed over as unreadable).
+        if all(p.is_dir() for p in paths):  # folders only: nothing to refuse, no transcript to resolve
+            return Discovery(roots, transcripts, skipped, [])
+        claimed = {safe_resolve(t.path) for t in transcripts}
+        claimed |= {safe_resolve(alias) for t in transcripts for alias in t.aliases}
+        claimed |= {safe_resolve(s.path) for s in skipped}
+        reason = f"not a transcript of {' or '.join(chosen)}"
+        refused = [Skipped(p, reason) for p in paths if not p.is_dir() and safe_resolve(p) not in claimed]
+        return Discovery(roots, transcripts, skipped, refused)
+
+    def index(
+        self,
+        found: Discovery | None = None,
+        *,
+        workers: int | None = None,
+        on_file: Callable[[Transcript, FileReport], None] | None = None,
+        on_total: Callable[[int], None] | None = None,
+    ) -> IndexReport:
+        """Ingest what `found` lists (default: every agent's default folders) incrementally: re-running reads
+        only what changed. A file that fails is reported and the others are indexed; StoreError when the
+        store cannot be written (what was indexed so far is kept)."""
+        from memex.errors import StoreError
+        from memex.ingest.indexer import index_transcripts
+
+        found = found or self.discover()
+        try:
+            report = index_transcripts(
+                self.conn,
+                self.config,
+                found.transcripts,
+                on_file=on_file,
+                workers=workers or self.config.index_workers,
+                skipped=found.skipped,
+                on_total=on_total,
+            )
+        except sqlite3.OperationalError as exc:  # locked past busy_timeout_ms, full, read-only
+            raise StoreError(
+                f"cannot write to {self.config.db_path}: {exc} (the files indexed so far are kept; run again)"
+            ) from None
+        report.refused.extend(found.refused)
+        return report
+
+    def embed(
+        self,
+        max_jobs: int | None = None,
+        *,
+        on_start: Callable[[int], None] | None = None,
+        on_batch: Callable[[DrainReport, int], None] | None = None,
+    ) -> DrainReport:
+        """Compute the vectors semantic search needs (sessions first, then turns, then chunks), up to
+        `max_jobs`; `on_start(jobs)` is told how many will be done, `on_batch` after each stored batch.
+        EmbedBusy when another worker runs, EmbedderUnavailable without a model; resumable at any moment."""
+        from memex.embed.worker import drain, pending_count, requeue_stale, worker_lock
+
+        with worker_lock(self.config.home):
+            if on_start is None:
+                return drain(self.conn, self.config, max_jobs=max_jobs, on_batch=on_batch)
+            requeue_stale(self.conn, self.config.model_version)
+            waiting = pending_count(self.conn)
+            on_start(waiting if max_jobs is None else min(max_jobs, waiting))
+            return drain(self.conn, self.config, max_jobs=max_jobs, on_batch=on_batch)
+
+    def pending_embeds(self) -> int:
+        """Texts waiting for their vector."""
+        from memex.embed.worker import pending_count
+
+        return pending_count(self.conn)
+
+    def retry_embed_errors(self) -> int:
+        """Give the jobs that failed for good a fresh start; how many."""
+        from memex.embed.worker import retry_errors
+
+        return retry_errors(self.conn)
+
+    # --- search -------------------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        filters: Filters | None = None,
+        *,
+        limit: int = 10,
+        mode: str = "hybrid",
+        level: str | None = None,
+        per_session: int = 1,
+        computer: str | None = None,
+    ) -> SearchResults:
+        """Turns and session mirrors matching `query` (words, identifiers, meaning), best first.
+
+        `filters.session` may be a unique prefix (UserError when it matches none or several). `computer`
+        asks that computer's daemon instead: its own sessions, turn by turn."""
+        from memex.results import SearchHit, SearchResults
+
+        filters = filters or Filters()
+        if not query.strip():
+            raise UserError("the search query is empty")
+        if computer:
+            if filters.file or filters.pr is not None:
+                raise UserError("--file and --pr are not available with --computer")
+            conn = self._existing_conn()
+            if computer == self.config.computer and conn is not None:  # this computer: no need for its daemon
+                return SearchResults(self.local_search(query, filters, limit, redacted=False))
+            from memex.sync.remote import remote_search
+
+            found = remote_search(self.config, computer, conn, query, filters, limit)
+            return SearchResults([SearchHit.from_json(hit) for hit in found])
+        from memex.search.hybrid import hybrid_search
+
+        if filters.session:  # one session: a prefix matching none or several is a mistake to report
+            filters = _replace(filters, session=self.resolve_session(filters.session, filters.agent))
+        outcome = hybrid_search(self.conn, self.config, query, filters, limit, mode, level, per_session)
+        hits = [SearchHit.from_json(row) for row in outcome.results]
+        return SearchResults(hits, outcome.mode, outcome.levels, outcome.notes)
+
+    def local_search(self, query: str, filters: Filters, limit: int, *, redacted: bool = True) -> list[SearchHit]:
+        """This computer's own sessions matching `query` (others' mirrors left out); `redacted`: fit to leave
+        this computer (each piece redacted as part of its whole)."""
+        from memex.results import SearchHit
+        from memex.search.hybrid import hybrid_search
+
+        found = hybrid_search(self.conn, self.config, query, filters, limit * 2).results
+        rows = [hit for hit in found if hit["computer"] == self.config.computer][:limit]
+        if redacted:
+            from memex.sync.outbound import redacted_hit
+
+            rows = [redacted_hit(self.conn, hit, query) for hit in rows]
+        return [SearchHit.from_json(row) for row in rows]
+
+    def computer_search(self, query: str, filters: Filters, limit: int) -> ComputerSearch:
+        """What this computer answers another's `search --computer` (`GET /v1/search`)."""
+        from memex.results import ComputerSearch
+
+        return ComputerSearch(self.config.computer, self.local_search(query, filters, limit))
+
+    def recall(
+        self, prompt: str, *, session_id: str | None = None, project_dir: str | None = None, semantic: bool = False
+    ) -> Recall:
+        """What the prompt hook injects for `prompt`: turns of other sessions than `session_id`, within the
+        hook's deadline and token budget (`semantic`: completed by meaning, for a process that keeps the
+        model loaded)."""
+        from memex.hooks.answers import recall_answer
+        from memex.results import Recall
+
+        request = {"prompt": prompt, "session_id": session_id, "project_dir": project_dir}
+        text, hits = recall_answer(self.conn, self.config, request, semantic=semantic)
+        return Recall(text, hits)
+
+    # --- sessions -----------------------------------------------------------------------------------
+
+    def resolve_session(self, prefix: str, agent: str | None = None) -> str:
+        """The full id of the one session (indexed here, or known by its mirror) starting with `prefix`."""
+        from memex.store.queries import resolve_session
+
+        return resolve_session(self.conn, prefix, agent)
+
+    def latest_session(self, folder: str) -> str:
+        """The most recently active session of the project `folder` is in (UserError when there is none)."""
+        from memex.store.queries import latest_session_in
+
+        found = latest_session_in(self.conn, folder)
+        if found is None:
+            raise UserError(f"no indexed session of this project ({folder}): give a session id, or run `memex index`")
+        return found
+
+    def sessions(self, filters: Filters | None = None, limit: int = 20) -> list[SessionSummary]:
+        """Sessions newest first by start time, with their turn counts and pull requests."""
+        from memex.results import SessionSummary
+        from memex.store.queries import list_sessions
+
+        return [SessionSummary(**row) for row in list_sessions(self.conn, filters or Filters(), limit)]
+
+    def show(self, session: str, *, turns: bool = False, agent: str | None = None) -> SessionView:
+        """A session (an id or unique prefix) as a conversation (its mirror), or with `turns` its full turns.
+
+        A session indexed here without a stored mirror of its own (indexed before mirrors existed) gets one
+        built now; a session of another computer is known only by its mirror (UserError with `turns`)."""
+        from memex.results import SessionView
+        from memex.store.queries import get_session, session_turns
+
+        session_id = self.resolve_session(session, agent)
+        if not self.is_local(session_id):
+            mirror = self._stored_mirror(session_id, self.config.computer)
+            assert mirror is not None  # resolve_session found it in the mirrors
+            if turns:
+                raise UserError(
+                    f"session {session_id} ran on {mirror.computer}: only its conversation is here (drop --turns, "
+                    "or use --raw to fetch its transcript from there)"
+                )
+            return SessionView(_mirror_info(mirror), _mirror_json(mirror))
+        info = get_session(self.conn, session_id)
+        if turns:
+            return SessionView(info, turns=session_turns(self.conn, session_id))
+        mirror = self._mirror_of(info)
+        return SessionView(info, _mirror_json(mirror) if mirror else None)
+
+    def raw(self, session: str, *, agent: str | None = None) -> Iterator[bytes]:
+        """A session's transcript file as it is, in blocks: read here, or fetched from the computer it ran on."""
+        from memex.store.queries import get_session
+
+        session_id = self.resolve_session(session, agent)
+        if not self.is_local(session_id):  # the transcript stays on its computer: ask that computer's daemon
+            from memex.sync.remote import remote_raw
+
+            mirror = self._stored_mirror(session_id, self.config.computer)
+            assert mirror is not None
+            return remote_raw(self.config, mirror.computer, self.conn, session_id)
+        path = get_session(self.conn, session_id)["transcript_path"]
+        if not path or not Path(path).is_file():
+            raise UserError(f"the transcript of {session_id} is not on this computer")
+        return _file_blocks(Path(path))
+
+    def session_mirror(self, session_id: str, *, redacted: bool = True) -> SessionView:
+        """A session indexed here and its mirror, as another computer gets it (`GET /v1/sessions/<id>/mirror`):
+        the session's main fields and, `redacted`, secrets taken out. UserError for any other session."""
+        from memex.results import SessionView
+        from memex.store.queries import get_session
+
+        session = get_session(self.conn, session_id)
+        mirror = self._mirror_of(session)
+        info = {k: session[k] for k in ("session_id", "agent", "computer", "project_dir", "title", "started_at")}
+        if redacted:
+            from memex.sync.redact import redact
+            from memex.sync.wire import redact_mirror
+
+            mirror = redact_mirror(mirror)[0] if mirror is not None else None
+            info["title"] = redact(info["title"])[0] if info["title"] else None
+        return SessionView(info, _mirror_json(mirror) if mirror else None)
+
+    def transcript_path(self, session_id: str) -> str | None:
+        """The transcript file the store recorded for a session indexed here (UserError for others)."""
+        from memex.store.queries import get_session
+
+        return get_session(self.conn, session_id)["transcript_path"]
+
+    def is_local(self, session_id: str) -> bool:
+        """True when the session is indexed here (not only known by another computer's mirror)."""
+        from memex.store.queries import is_indexed
+
+        return is_indexed(self.conn, session_id)
+
+    def _stored_mirror(self, session_id: str, prefer: str) -> Mirror | None:
+        from memex.ingest.mirrors import get_mirror
+
+        return get_mirror(self.conn, session_id, prefer)
+
+    def _mirror_of(self, session: dict[str, Any]) -> Mirror | None:
+        """The mirror of a session indexed here: the stored one of its computer, or built now (a session
+        indexed before mirrors existed). The one place this is decided."""
+        from memex.ingest.mirrors import build_mirror
+
+        mirror = self._stored_mirror(session["session_id"], session["computer"])
+        if mirror is None or mirror.computer != session["computer"]:
+            mirror = build_mirror(self.conn, session["session_id"])
+        return mirror
+
+    # --- related --------------------------------------------------------------------------------------
+
+    def related_sessions(
+        self, session_id: str, filters: Filters | None = None, limit: int = 10, progress: ProgressFn | None = None
+    ) -> Related:
+        """Sessions whose files resemble `session_id`'s most, with the files they share."""
+        from memex.results import Related
+        from memex.search.related import related_sessions
+
+        return Related.from_json(
+            related_sessions(self.conn, self.config, session_id, filters or Filters(), limit, progress)
+        )
+
+    def related_turns(
+        self,
+        session_id: str,
+        filters: Filters | None = None,
+        limit: int = 10,
+        window: int | None = None,
+        progress: ProgressFn | None = None,
+    ) -> Related:
+        """Stretches of `window` turns (default: related_window_turns) in other sessions that worked on the
+        files of `session_id`'s last turns."""
+        from memex.results import Related
+        from memex.search.related import related_turns
+
+        size = window or self.config.related_window_turns
+        found = related_turns(self.conn, self.config, session_id, filters or Filters(), limit, size, progress)
+        return Related.from_json(found)
+
+    # --- the store and the computers -------------------------------------------------------------------
+
+    def stats(self) -> Stats:
+        """What the store holds, its size, the agents' versions, format drift and embedding failures."""
+        from memex.results import Stats
+        from memex.store.queries import statistics
+
+        return Stats(**statistics(self.conn, self.config.db_path))
+
+    def computers(self) -> ComputerList:
+        """The computers sharing mirrors under this prefix (live: their daemon runs now), and this one."""
+        from memex.results import ComputerList, ComputerStatus
+        from memex.store.queries import mirror_counts, session_count
+        from memex.sync.remote import known_computers
+
+        conn = self._existing_conn()
+        found, problem = known_computers(self.config, conn)
+        mirrors = mirror_counts(conn) if conn else {}
+        rows: dict[str, Any] = {info.computer: info for info in found}
+        rows.setdefault(self.config.computer, None)  # this computer, even before its daemon ever ran
+        for computer in mirrors:
+            rows.setdefault(computer, None)  # known only by its mirrors
+        listing = []
+        for computer in sorted(rows):
+            info = rows[computer]
+            status = "unknown" if info is None or info.live is None else ("live" if info.live else "stale")
+            sessions = info.sessions if info else None
+            if computer == self.config.computer:
+                sessions = session_count(conn) if conn else 0  # counted here, not as last announced
+            listing.append(
+                ComputerStatus(
+                    computer=computer,
+                    this_computer=computer == self.config.computer,
+                    status=status,
+                    last_seen=info.last_seen if info else None,
+                    sessions=sessions,
+                    mirrors_here=mirrors.get(computer, 0),
+                    version=info.version if info else None,
+                    api_url=info.api_url if info else None,
+                )
+            )
+        return ComputerList(listing, problem)
+
+
+def _replace(filters: Filters, **changes: Any) -> Filters:
+    import dataclasses
+
+    return dataclasses.replace(filters, **changes)
+
+
+def _mirror_info(mirror: Mirror) -> dict[str, Any]:
+    """What is known of a session seen only through its mirror, in the shape of a session row."""
+    return {
+        "session_id": mirror.session_id,
+        "agent": mirror.agent,
+        "computer": mirror.computer,
+        "project_dir": mirror.project,
+        "title": mirror.title,
+        "started_at": mirror.timestamp_start,
+        "ended_at": mirror.timestamp_end,
+        "prs": [{"pr_number": n} for n in mirror.metadata.get("prs", [])],
+        "subagents": [],
+    }
+
+
+def _mirror_json(mirror: Mirror) -> dict[str, Any]:
+    """A mirror as `show --json` gives it: its fields, its metadata (less the message offsets) and its
+    messages."""
+    metadata = {k: v for k, v in mirror.metadata.items() if k != "messages"}
+    fields = {k: v for k, v in vars(mirror).items() if k not in ("conversation_text", "metadata")}
+    return {**fields, "metadata": metadata, "messages": mirror.messages()}
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _file_blocks(path: Path) -> Iterator[bytes]:
+    with open(path, "rb") as handle:
+        yield from iter(lambda: handle.read(1 << 16), b"")

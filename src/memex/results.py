@@ -1,0 +1,263 @@
+"""What `Memex` answers: one dataclass per kind of result, each with one `to_json()`.
+
+`to_json()` is the contract of `memex … --json`, of the daemon's HTTP API and of the MCP server: a
+key is added, never renamed or removed, and a value never changes type. Store rows that carry every
+column of their table (a session in `show`, the turns of `show --turns`) are passed as dicts: their
+columns are the schema's (`store/migrations.py`).
+
+- `SearchResults` (`memex search`): a list of `SearchHit`.
+- `SearchHit` (one search result): `source` (`turn`, or `mirror` for a session known only by its
+  mirror), `id` (the turn's; null for a mirror), `mirror_id` (mirrors only), `session_id`, `agent_id`
+  ("" for the main agent), `line_index`, `kind`, `is_sidechain`, `provisional`, `prompt_text`,
+  `full_text`, `tool_summary`, `started_at`, `ended_at`, `agent`, `computer`, `project_dir`, `title`,
+  `score`, `matched_chunk`, `explain` (what each ranked list said; absent from another computer's answer).
+- `ComputerSearch` (`GET /v1/search`): `{"computer", "results": [SearchHit…]}`, redacted.
+- `SessionSummary` (`memex sessions list`, a list of them): `session_id`, `agent`, `computer`,
+  `project_dir`, `title`, `started_at`, `ended_at`, `transcript_path`, `turns`, `subagents`, `prs`.
+- `SessionView` (`memex show`, `GET /v1/sessions/<id>/mirror`): `{"session", "mirror"}` (the mirror's
+  fields, `metadata`, `messages` of `{role, text, timestamp}`; null when there is no conversation), or
+  `{"session", "turns"}` with `--turns`.
+- `Recall` (the prompt hook, the warm server's `recall`): `{"text", "hits"}`.
+- `Related` (`memex find-related sessions|turns`): `{"session", "results", "warnings"}`, and `window`,
+  `query_turns` for turns.
+- `Stats` (`memex stats`): counts, `database_bytes`, `agent_versions`, `unknown_record_types`,
+  `embed_errors`.
+- `ComputerList` (`memex computers`): `{"computers": [ComputerStatus…], "registry", "note"}`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# The fields of a search hit, in the order `to_json()` gives them (a turn hit's order).
+_HIT_FIELDS = (
+    "id",
+    "session_id",
+    "agent_id",
+    "line_index",
+    "kind",
+    "is_sidechain",
+    "provisional",
+    "prompt_text",
+    "full_text",
+    "tool_summary",
+    "started_at",
+    "ended_at",
+    "agent",
+    "computer",
+    "project_dir",
+    "title",
+)
+
+
+@dataclass
+class SearchHit:
+    """A turn (or, for a session known only by its mirror, that mirror) that matched a search."""
+
+    source: str  # "turn" or "mirror"
+    id: int | None
+    session_id: str
+    agent_id: str
+    line_index: int | None
+    kind: str
+    is_sidechain: int
+    provisional: int
+    prompt_text: str
+    full_text: str
+    tool_summary: str
+    started_at: str | None
+    ended_at: str | None
+    agent: str
+    computer: str
+    project_dir: str | None
+    title: str | None
+    score: float
+    matched_chunk: str
+    mirror_id: int | None = None
+    explain: dict[str, Any] | None = None
+    # Keys another computer's memex sent that this one does not know (a newer version's additions).
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SearchHit:
+        """A hit from its JSON (or a search's row); keys it does not know are kept in `extra`."""
+        known = {name for name in cls.__dataclass_fields__ if name != "extra"}
+        values: dict[str, Any] = {name: data.get(name) for name in known}
+        return cls(**values, extra={k: v for k, v in data.items() if k not in known})
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        if self.source == "mirror":
+            data["source"] = "mirror"
+            data["id"] = self.id
+            data["mirror_id"] = self.mirror_id
+            data.update((name, getattr(self, name)) for name in _HIT_FIELDS[1:])
+        else:
+            data.update((name, getattr(self, name)) for name in _HIT_FIELDS)
+            data["source"] = self.source
+        data["score"] = self.score
+        data["matched_chunk"] = self.matched_chunk
+        if self.explain is not None:
+            data["explain"] = self.explain
+        data.update(self.extra)
+        return data
+
+
+@dataclass
+class SearchResults:
+    """The hits of a search, and how they were found."""
+
+    hits: list[SearchHit]
+    mode: str = "hybrid"  # the mode actually used (hybrid degrades to lexical without a model)
+    levels: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [hit.to_json() for hit in self.hits]
+
+
+@dataclass
+class ComputerSearch:
+    """A computer's answer to `/v1/search`: its own sessions that matched."""
+
+    computer: str
+    hits: list[SearchHit]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"computer": self.computer, "results": [hit.to_json() for hit in self.hits]}
+
+
+@dataclass
+class SessionSummary:
+    """A session in a listing, newest first."""
+
+    session_id: str
+    agent: str
+    computer: str
+    project_dir: str | None
+    title: str | None
+    started_at: str | None
+    ended_at: str | None
+    transcript_path: str | None
+    turns: int
+    subagents: int
+    prs: list[int]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class SessionView:
+    """A session as `show` gives it: its row (prs, subagents included) and its conversation (`mirror`,
+    None when it has none) or, with `turns`, its full turns."""
+
+    session: dict[str, Any]
+    mirror: dict[str, Any] | None = None
+    turns: list[dict[str, Any]] | None = None
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return self.mirror["messages"] if self.mirror else []
+
+    def to_json(self) -> dict[str, Any]:
+        if self.turns is not None:
+            return {"session": self.session, "turns": self.turns}
+        return {"session": self.session, "mirror": self.mirror}
+
+
+@dataclass
+class Recall:
+    """What the prompt hook injects for a prompt, and how many turns it holds."""
+
+    text: str
+    hits: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "hits": self.hits}
+
+
+@dataclass
+class Related:
+    """Sessions (or stretches of turns) that worked on the same files as `session`."""
+
+    session: dict[str, Any]
+    results: list[dict[str, Any]]
+    warnings: list[str] = field(default_factory=list)
+    window: int | None = None  # turns compared (find-related turns only)
+    query_turns: list[dict[str, Any]] | None = None  # the session's last turns compared (turns only)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Related:
+        return cls(
+            data["session"], data["results"], data.get("warnings", []), data.get("window"), data.get("query_turns")
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"session": self.session, "results": self.results}
+        if self.window is not None:
+            data["window"] = self.window
+            data["query_turns"] = self.query_turns
+        data["warnings"] = self.warnings
+        return data
+
+
+@dataclass
+class Stats:
+    """What the store holds."""
+
+    database: str
+    database_bytes: int
+    sessions: int
+    sessions_by_agent: dict[str, int]
+    subagent_sessions: int
+    entries: int
+    turns: int
+    provisional_turns: int
+    chunks: int
+    file_mentions: int
+    pr_links: int
+    mirrors: int
+    bad_lines: int
+    vectors_by_level: dict[str, int]
+    embed_jobs: dict[str, int]
+    embed_errors: list[dict[str, Any]]
+    agent_versions: dict[str, dict[str, int]]
+    unknown_record_types: list[dict[str, Any]]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ComputerStatus:
+    """A computer sharing mirrors under this prefix."""
+
+    computer: str
+    this_computer: bool
+    status: str  # live, stale, unknown
+    last_seen: str | None
+    sessions: int | None
+    mirrors_here: int
+    version: str | None
+    api_url: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ComputerList:
+    """The computers known, where that was read (`redis`, or the `local copy` when Redis was not asked)
+    and why Redis was not asked."""
+
+    computers: list[ComputerStatus]
+    note: str | None
+
+    @property
+    def registry(self) -> str:
+        return "redis" if self.note is None else "local copy"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"computers": [c.to_json() for c in self.computers], "registry": self.registry, "note": self.note}
