@@ -401,6 +401,14 @@ class Memex:
         except (OSError, ArchiveCorrupt):
             return None
 
+    def export(self, session: str, fmt: str = "md", *, redact: bool = True, agent: str | None = None) -> str:
+        """A session's conversation (an id or unique prefix; here or another computer's mirror) as Markdown,
+        JSON or a self-contained HTML page (`fmt`: md, json, html), secrets redacted unless `redact` is off."""
+        from memex.export import conversation, render
+
+        session_id = self.resolve_session(session, agent)
+        return render(conversation(self.conn, session_id, self.config.computer, redact=redact), fmt)
+
     def session_mirror(self, session_id: str, *, redacted: bool = True) -> SessionView:
         """A session indexed here and its mirror, as another computer gets it (`GET /v1/sessions/<id>/mirror`):
         the session's main fields and, `redacted`, secrets taken out. UserError for any other session."""

@@ -111,16 +111,10 @@ def check_redis(config: Config, conn: sqlite3.Connection | None) -> Check:
         return Check("redis", "info", "redis_url is empty: this computer shares with no other")
     import redis
 
+    from memex.store.archive import publication_backlog
     from memex.sync.link import connect_redis, display_url
 
-    waiting = conn.execute("SELECT count(*) FROM outbox").fetchone()[0] if conn else 0
-    unsent = (
-        conn.execute(
-            "SELECT count(*) FROM forgotten WHERE origin = ? AND published_at IS NULL", (config.computer,)
-        ).fetchone()[0]
-        if conn
-        else 0
-    )
+    waiting, unsent = publication_backlog(conn, config.computer) if conn else (0, 0)
     backlog = f"; {waiting} mirrors and {unsent} forgettings wait to be published" if waiting or unsent else ""
     client = None
     try:
@@ -153,7 +147,9 @@ def at_risk(config: Config, conn: sqlite3.Connection | None, now: float | None =
     limit = now - (days - CLEANUP_WARNING_DAYS) * 86_400
     archived: dict[str, int] = {}
     if conn is not None and config.archive_enabled:
-        archived = dict(conn.execute("SELECT source_path, raw_bytes FROM archive_streams").fetchall())
+        from memex.store.archive import archived_sizes
+
+        archived = archived_sizes(conn)
     risky = []
     root = config.claude_dir
     if root.is_dir():
@@ -183,7 +179,7 @@ def check_cleanup(config: Config, conn: sqlite3.Connection | None) -> Check:
 
 def check_archive(config: Config, conn: sqlite3.Connection | None) -> Check:
     from memex.archive.copies import archive_root
-    from memex.store.archive import archive_rows, archive_statistics
+    from memex.store.archive import archive_rows, archive_statistics, sessions_without_copy
 
     if conn is None:
         return Check("archive", "info", "no store yet")
@@ -194,10 +190,7 @@ def check_archive(config: Config, conn: sqlite3.Connection | None) -> Check:
         path = root / row.archive_path
         if not path.is_file() or path.stat().st_size < row.stored_bytes:
             damaged.append(row.archive_path)
-    uncopied = conn.execute(
-        "SELECT count(*) FROM sessions s WHERE s.file_size IS NOT NULL AND NOT EXISTS "
-        "(SELECT 1 FROM archive_streams a WHERE a.session_id = s.session_id AND a.agent_id = '')"
-    ).fetchone()[0]
+    uncopied = sessions_without_copy(conn)
     detail = (
         f"{stats['archived_transcripts']} transcripts, {_mib(stats['archive_bytes'])} for "
         f"{_mib(stats['archived_transcript_bytes'])} (ratio {stats['archive_ratio'] or '—'}), "

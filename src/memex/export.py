@@ -17,6 +17,7 @@ import orjson
 from memex.errors import UserError
 from memex.mirrors.build import build_mirror, get_mirror, redact_mirror
 from memex.mirrors.model import LABELS, Mirror
+from memex.store.queries import get_session, is_indexed
 
 FORMATS = ("md", "json", "html")
 
@@ -42,10 +43,11 @@ class Conversation:
 def conversation(conn: sqlite3.Connection, session_id: str, computer: str, redact: bool = True) -> Conversation:
     """The conversation of a session (local: rebuilt from its entries when its mirror is not this
     computer's; else the mirror received)."""
-    local = conn.execute("SELECT computer FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
     mirror: Mirror | None = get_mirror(conn, session_id, computer)
-    if local is not None and (mirror is None or mirror.computer != local[0]):
-        mirror = build_mirror(conn, session_id)
+    if is_indexed(conn, session_id):
+        owner = get_session(conn, session_id)["computer"]
+        if mirror is None or mirror.computer != owner:
+            mirror = build_mirror(conn, session_id)
     if mirror is None:
         raise UserError(f"session {session_id} has no conversation to export (only tool work)")
     count = 0

@@ -24,6 +24,7 @@ from memex.ingest.state import load_state
 from memex.sources.model import Transcript
 from memex.store.archive import ArchiveRow, archive_rows, mark_source_gone, save_archive_row
 from memex.store.db import make_private_folder, open_private, transaction
+from memex.store.forget import forgotten_sessions
 
 
 class ArchiveReader:
@@ -140,7 +141,7 @@ def archived_sources(
     register_found(conn, config)
     wanted = set(agents)
     live = {str(t.path) for t in present}
-    forgotten = {r[0] for r in conn.execute("SELECT session_id FROM forgotten")}
+    forgotten = forgotten_sessions(conn)
     gone = [row for row in archive_rows(conn) if row.source_gone_at is None and not os.path.exists(row.source_path)]
     if gone:
         with transaction(conn):

@@ -7,10 +7,9 @@ from pathlib import Path
 import click
 
 from memex.cli.app import App
-from memex.export import FORMATS, conversation, render
+from memex.export import FORMATS
 from memex.sources import ADAPTERS
 from memex.store.db import open_private
-from memex.store.queries import resolve_session
 
 
 @click.command("export")
@@ -26,9 +25,7 @@ def export_command(app: App, session: str, fmt: str, output: Path | None, no_red
     Only what the user and the assistant said (no tools, no thinking); API keys, tokens and private keys
     are redacted unless --no-redact.
     """
-    conn = app.db_readonly()
-    session_id = resolve_session(conn, session, agent)
-    text = render(conversation(conn, session_id, app.config.computer, redact=not no_redact), fmt)
+    text = app.memex(readonly=True).export(session, fmt, redact=not no_redact, agent=agent)
     if output is None:
         app.stdout.write(text)
         return
@@ -36,4 +33,4 @@ def export_command(app: App, session: str, fmt: str, output: Path | None, no_red
 
     with os.fdopen(open_private(output, os.O_WRONLY | os.O_TRUNC), "w", encoding="utf-8") as handle:
         handle.write(text)
-    app.say("exported", f"{session_id} to {output}")
+    app.say("exported", f"{session} to {output}")

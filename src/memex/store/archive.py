@@ -94,3 +94,25 @@ def archive_statistics(conn: sqlite3.Connection) -> dict[str, Any]:
         "archive_ratio": ratio,
         "archived_originals_gone": totals["sources_gone"],
     }
+
+
+def archived_sizes(conn: sqlite3.Connection) -> dict[str, int]:
+    """Source path -> bytes of it the archive holds."""
+    return dict(conn.execute("SELECT source_path, raw_bytes FROM archive_streams").fetchall())
+
+
+def sessions_without_copy(conn: sqlite3.Connection) -> int:
+    """Local sessions read from a file whose main transcript has no archived copy."""
+    return conn.execute(
+        "SELECT count(*) FROM sessions s WHERE s.file_size IS NOT NULL AND NOT EXISTS "
+        "(SELECT 1 FROM archive_streams a WHERE a.session_id = s.session_id AND a.agent_id = '')"
+    ).fetchone()[0]
+
+
+def publication_backlog(conn: sqlite3.Connection, computer: str) -> tuple[int, int]:
+    """(mirrors in the outbox, forgettings asked on `computer` not yet published)."""
+    waiting = conn.execute("SELECT count(*) FROM outbox").fetchone()[0]
+    unsent = conn.execute(
+        "SELECT count(*) FROM forgotten WHERE origin = ? AND published_at IS NULL", (computer,)
+    ).fetchone()[0]
+    return waiting, unsent

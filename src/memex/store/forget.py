@@ -128,3 +128,8 @@ def mark_published(conn: sqlite3.Connection, items: list[tuple[str, str, str]], 
 
 def tombstone_count(conn: sqlite3.Connection) -> int:
     return conn.execute("SELECT count(*) FROM forgotten").fetchone()[0]
+
+
+def forgotten_sessions(conn: sqlite3.Connection) -> set[str]:
+    """Every session forgotten here (tombstoned)."""
+    return {r[0] for r in conn.execute("SELECT session_id FROM forgotten")}
