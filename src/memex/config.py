@@ -151,7 +151,9 @@ class SearchSettings:
     # Relevance floor for a hit found only by meaning (no query word in it): its cosine must beat the
     # query's best cosine to a few content-free turns ("ok" / "Done.", memex.search.anchors) by this much
     # (thousandths). e5 puts unrelated texts within ~0.02 of those anchors and real matches 0.04+ above.
-    search_semantic_margin: int = 25
+    # 25 let a large real session into the top 5 of 37% of questions it cannot answer; 40: 6%
+    # (bench/retrieval.py --hubs), for 0.007 of LoCoMo dev Recall@10 (0.752 -> 0.745).
+    search_semantic_margin: int = 40
     # Above this many vectors of one level, search first ranks by 1-bit codes (Hamming distance over 48
     # bytes per vector), then re-ranks the best `search_rerank_candidates` by exact cosine. Measured at 1M
     # vectors (bench/search.py): exact 40 ms once the 1.5 GB matrix is in the page cache, two-stage 32 ms
