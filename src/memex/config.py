@@ -216,8 +216,8 @@ class RecallSettings:
     # of them when the prompt has fewer). Below that, BM25 returns turns sharing one common word: noise.
     recall_min_coverage_pct: int = 50
     # A turn recalled by meaning alone (warm path) must beat the prompt's content-free anchors by this much
-    # (thousandths): more than search asks, since an injection the agent did not ask for must be right
-    # (a Chinese turn matching an English prompt scores ~0.03 above the anchors, an unrelated one ~0.01).
+    # (thousandths; its own figure, below search's 40): a Chinese turn matching an English prompt scores
+    # ~0.03 above the anchors and an unrelated one ~0.01, and recall injects only within its token budget.
     recall_semantic_margin: int = 30
     recall_min_terms: int = 2
     # A long prompt is reduced to its most distinctive words; more terms make an OR query slower without
