@@ -29,6 +29,7 @@ from memex.sources.files import Skipped, candidates, open_regular, problem, safe
 from memex.sources.jsonl import DEFAULT_MAX_LINE_BYTES, RawLine
 from memex.sources.model import BadLine, Block, Entry, Transcript
 from memex.sources.records import (
+    assistant_blocks,
     content_text,
     document_entries,
     items,
@@ -153,16 +154,7 @@ def message_entry(index: int, message: Any) -> Entry | BadLine | None:
     parts = [{"type": "text", "text": content}] if isinstance(content, str) else items(content)
     if role == "assistant":
         entry.kind, entry.message_id = "assistant", entry.uuid
-        for part in parts:
-            part = obj(part)
-            if part.get("type") == "text" and text(part.get("text")):
-                entry.blocks.append(Block("text", part["text"]))
-            elif part.get("type") in ("thinking", "reasoning") and text(part.get("thinking") or part.get("text")):
-                entry.blocks.append(Block("thinking", part.get("thinking") or part["text"]))
-            elif part.get("type") == "tool_use":
-                block = tool_block(part.get("name"), part.get("input"), part.get("id"))
-                if block is not None:
-                    entry.blocks.append(block)
+        entry.blocks.extend(assistant_blocks(parts))
         return entry
     results = [obj(p) for p in parts if obj(p).get("type") == "tool_result"]
     if results and len(results) == len(parts):

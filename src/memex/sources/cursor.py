@@ -30,7 +30,14 @@ from memex.sources.files import Skipped, candidates, open_regular, problem, safe
 from memex.sources.guard import checked
 from memex.sources.jsonl import DEFAULT_MAX_LINE_BYTES, RawLine
 from memex.sources.model import BadLine, Block, Entry, ToolUse, Transcript
-from memex.sources.records import content_text, first_record, items, jsonl_entries, obj, text, tool_block
+from memex.sources.records import (
+    assistant_blocks,
+    content_text,
+    first_record,
+    items,
+    jsonl_entries,
+    obj,
+)
 from memex.textutil import normalize_timestamp
 
 AGENT = "cursor"
@@ -178,15 +185,7 @@ def _transcript_entry(line_index: int, record: dict[str, Any], timestamp: str | 
         entry.kind = "prompt" if typed else "user_meta"
         return entry
     entry.kind = "assistant"
-    for part in parts:
-        if part.get("type") == "text" and text(part.get("text")):
-            entry.blocks.append(Block("text", part["text"]))
-        elif part.get("type") in ("thinking", "reasoning") and text(part.get("thinking") or part.get("text")):
-            entry.blocks.append(Block("thinking", part.get("thinking") or part["text"]))
-        elif part.get("type") == "tool_use":
-            block = tool_block(part.get("name"), part.get("input"), part.get("id"))
-            if block is not None:
-                entry.blocks.append(block)
+    entry.blocks.extend(assistant_blocks(parts))
     return entry
 
 

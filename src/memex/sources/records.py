@@ -118,6 +118,23 @@ def tool_block(name: Any, args: Any, call_id: Any = None, workdir: str | None = 
     return Block("tool_use", tool=tool_use(name, arguments(args), text(call_id), workdir))
 
 
+def assistant_blocks(parts: list[Any]) -> list[Block]:
+    """The text, thinking and tool-call blocks of an assistant message's content parts (Anthropic's shapes:
+    `text`, `thinking`/`reasoning`, `tool_use`); other parts are left out."""
+    blocks: list[Block] = []
+    for part in map(obj, parts):
+        kind = part.get("type")
+        if kind == "text" and text(part.get("text")):
+            blocks.append(Block("text", part["text"]))
+        elif kind in ("thinking", "reasoning") and text(part.get("thinking") or part.get("text")):
+            blocks.append(Block("thinking", part.get("thinking") or part["text"]))
+        elif kind == "tool_use":
+            block = tool_block(part.get("name"), part.get("input"), part.get("id"))
+            if block is not None:
+                blocks.append(block)
+    return blocks
+
+
 def jsonl_entries(
     path: Path,
     start_offset: int,
