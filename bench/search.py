@@ -35,9 +35,9 @@ from rich.table import Table
 
 from corpus import SHARED, claude_messages
 from memex.config import load_config
+from memex.context.answers import recall_answer
 from memex.embed.model import load_embedder
 from memex.embed.worker import drain, worker_lock
-from memex.hooks.answers import recall_answer
 from memex.ingest.indexer import discover, index_transcripts
 from memex.search.hybrid import hybrid_search
 from memex.search.vector import VectorIndex
@@ -234,9 +234,8 @@ def bench_scale(home: Path, label: str, queries: np.ndarray, prompts: list[str])
     rows.append([label, "hybrid search --project, warm", "", f"{p50:.0f}", f"{p95:.0f}", "", "1 project of 20"])
     recall_times = []
     for prompt in prompts:
-        request = {"prompt": prompt, "session_id": "bench-0000001", "project_dir": "/home/bench/p1"}
         t0 = time.perf_counter()
-        recall_answer(conn, config, request, semantic=True)
+        recall_answer(conn, config, prompt, "bench-0000001", "/home/bench/p1", semantic=True)
         recall_times.append((time.perf_counter() - t0) * 1000)
     p50, p95 = percentiles(recall_times)
     rows.append([label, "prompt recall, words + meaning (warm server)", "", f"{p50:.0f}", f"{p95:.0f}", "", ""])

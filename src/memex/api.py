@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from memex.results import (
         ComputerList,
         ComputerSearch,
+        Injection,
         Recall,
         Related,
         SearchHit,
@@ -296,13 +297,43 @@ class Memex:
     ) -> Recall:
         """What the prompt hook injects for `prompt`: turns of other sessions than `session_id`, within the
         hook's deadline and token budget (`semantic`: completed by meaning, for a process that keeps the
-        model loaded)."""
-        from memex.hooks.answers import recall_answer
+        model loaded). No gate: a door that answers every prompt asks `memex.context.gate` first."""
+        from memex.context.answers import recall_answer
         from memex.results import Recall
 
-        request = {"prompt": prompt, "session_id": session_id, "project_dir": project_dir}
-        text, hits = recall_answer(self.conn, self.config, request, semantic=semantic)
+        text, hits = recall_answer(self.conn, self.config, prompt, session_id, project_dir, semantic=semantic)
         return Recall(text, hits)
+
+    def compaction_context(self, session_id: str | None, transcript_path: str | None = None) -> Injection | None:
+        """The session's own last turns before its last compaction (what the summary condensed); None when
+        the session (named by its transcript first, else its id) is not indexed."""
+        from memex.context.answers import compacted_answer
+        from memex.results import Injection
+        from memex.store.queries import session_row
+
+        session = session_row(self.conn, session_id, transcript_path)
+        if session is None:
+            return None
+        return Injection(*compacted_answer(self.conn, self.config, session))
+
+    def file_context(self, path: str, *, session_id: str | None = None, cwd: str | None = None) -> Injection:
+        """Turns of sessions other than `session_id` that touched the file at absolute `path`, changes first
+        (shown relative to `cwd` when it is inside)."""
+        from memex.context.answers import file_history_answer
+        from memex.results import Injection
+
+        return Injection(*file_history_answer(self.conn, self.config, path, session_id, cwd))
+
+    def recent_files_context(self, session_id: str | None, transcript_path: str | None = None) -> Injection | None:
+        """The files the session's own turns touched, most recent first; None when it is not indexed."""
+        from memex.context.answers import recent_files_answer
+        from memex.results import Injection
+        from memex.store.queries import session_row
+
+        session = session_row(self.conn, session_id, transcript_path)
+        if session is None:
+            return None
+        return Injection(*recent_files_answer(self.conn, self.config, session["session_id"]))
 
     # --- sessions -----------------------------------------------------------------------------------
 

@@ -17,7 +17,9 @@ columns are the schema's (`store/migrations.py`).
 - `SessionView` (`memex show`, `GET /v1/sessions/<id>/mirror`): `{"session", "mirror"}` (the mirror's
   fields, `metadata`, `messages` of `{role, text, timestamp}`; null when there is no conversation), or
   `{"session", "turns"}` with `--turns`.
-- `Recall` (the prompt hook, the warm server's `recall`): `{"text", "hits"}`.
+- `Recall` (the prompt hook, the warm server's `recall`, MCP `recall`): `{"text", "hits"}`.
+- `Injection` (the other hooks' context: after a compaction, a file's history, a session's recent files):
+  `{"text", "items"}`.
 - `Related` (`memex find-related sessions|turns`): `{"session", "results", "warnings"}`, and `window`,
   `query_turns` for turns.
 - `Stats` (`memex stats`): counts, `database_bytes`, `agent_versions`, `unknown_record_types`,
@@ -181,6 +183,18 @@ class Recall:
 
     def to_json(self) -> dict[str, Any]:
         return {"text": self.text, "hits": self.hits}
+
+
+@dataclass
+class Injection:
+    """Context a hook injects (what a compaction dropped, who touched a file before, the files a session
+    touched), and how many turns or files it holds; `text` is "" when there is nothing to say."""
+
+    text: str
+    items: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "items": self.items}
 
 
 @dataclass

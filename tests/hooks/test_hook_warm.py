@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from hooktools import PAST, build_corpus, context, hook, prompt_event, runs
+from memex.api import Memex
 from memex.config import Config, load_config
 from memex.hooks import warm
-from memex.hooks.answers import open_store, recall_answer
+from memex.store.db import connect_existing
 
 PROMPT = "why does parse_config_file crash when the config file is empty?"
 
@@ -51,10 +52,14 @@ def server(corpus, home: Path):
 
 
 def cold_text(config: Config, request: dict) -> str:
-    conn = open_store(config, 1000)
+    conn = connect_existing(config.db_path, 1000)
     assert conn is not None
     try:
-        return recall_answer(conn, config, request)[0]
+        return (
+            Memex(config, conn)
+            .recall(request["prompt"], session_id=request.get("session_id"), project_dir=request.get("project_dir"))
+            .text
+        )
     finally:
         conn.close()
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from memex.api import Memex
 from memex.config import load_config
 from memex.embed.worker import drain, worker_lock
 from memex.hooks import warm
-from memex.hooks.answers import open_store, recall_answer
 from memex.ingest.indexer import discover, index_transcripts
-from memex.store.db import connect
+from memex.store.db import connect, connect_existing
 from transcripts import ClaudeSession, simple_turn
 
 pytestmark = [pytest.mark.model]
@@ -44,10 +44,16 @@ def config(home: Path, tmp_path: Path):
 
 
 def _recall(config, request: dict, semantic: bool) -> tuple[str, int]:
-    conn = open_store(config, 1000)
+    conn = connect_existing(config.db_path, 1000)
     assert conn is not None
     try:
-        return recall_answer(conn, config, request, semantic=semantic)
+        recalled = Memex(config, conn).recall(
+            request["prompt"],
+            session_id=request.get("session_id"),
+            project_dir=request.get("project_dir"),
+            semantic=semantic,
+        )
+        return recalled.text, recalled.hits
     finally:
         conn.close()
 

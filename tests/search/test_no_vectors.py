@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from memex.config import Config
+from memex.context.answers import recall_answer
 from memex.embed import model
 from memex.embed.worker import drain, worker_lock
-from memex.hooks.answers import recall_answer
 from memex.ingest.indexer import discover, index_transcripts
 from memex.search.hybrid import hybrid_search
 from memex.store.queries import Filters
@@ -105,6 +105,6 @@ def test_prompt_recall_skips_the_model_when_only_the_asking_session_has_vectors(
     index_transcripts(conn, config, discover({"claude": [root.parent]}))
     with worker_lock(config.home):
         drain(conn, config)
-    request = {"prompt": "why do the headings hide under the top bar", "session_id": "aaaa0000-aaaa"}
-    assert recall_answer(conn, fresh, request, semantic=True) == ("", 0)
+    prompt = "why do the headings hide under the top bar"
+    assert recall_answer(conn, fresh, prompt, "aaaa0000-aaaa", semantic=True) == ("", 0)
     assert not _loaded(fresh)

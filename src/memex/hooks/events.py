@@ -238,7 +238,7 @@ def on_prompt(hook: Hook) -> str:
     The warm server answers when it runs (this process then imports no search code at all); else this
     process answers itself and starts a server for the next prompt.
     """
-    from memex.hooks.gate import gate
+    from memex.context.gate import gate
 
     prompt = hook.text("prompt") or ""
     verdict = gate(prompt, hook.config.gate_min_content_units)
@@ -271,8 +271,7 @@ def on_prompt(hook: Hook) -> str:
 
 def on_session_start(hook: Hook) -> str:
     """SessionStart after a compaction: the session's own last turns before the boundary."""
-    from memex.hooks.answers import compacted_answer
-    from memex.store.queries import session_row
+    from memex.api import Memex
 
     if hook.payload.get("source") != "compact":
         hook.log["detail"] = f"source {hook.payload.get('source')!r}"
@@ -281,13 +280,12 @@ def on_session_start(hook: Hook) -> str:
     conn = hook.store()
     if conn is None:
         return ""
-    session = session_row(conn, hook.session_id, hook.text("transcript_path"))
-    if session is None:
+    context = Memex(hook.config, conn).compaction_context(hook.session_id, hook.text("transcript_path"))
+    if context is None:
         hook.log["detail"] = "session not indexed"
         return ""
-    text, turns = compacted_answer(conn, hook.config, session)
-    hook.log["turns"] = turns
-    return text
+    hook.log["turns"] = context.items
+    return context.text
 
 
 def _seen_file(hook: Hook) -> Path:
@@ -299,7 +297,7 @@ def _seen_file(hook: Hook) -> Path:
 
 def on_pre_tool(hook: Hook) -> str:
     """PreToolUse on a file tool: earlier sessions' turns that touched the file (once per file and session)."""
-    from memex.hooks.answers import file_history_answer
+    from memex.api import Memex
 
     if hook.payload.get("tool_name") not in FILE_TOOLS:
         return ""
@@ -318,15 +316,15 @@ def on_pre_tool(hook: Hook) -> str:
     conn = hook.store()
     if conn is None:
         return ""
-    text, turns = file_history_answer(conn, hook.config, path, hook.session_id, cwd)
-    hook.log["turns"] = turns
-    if text:
+    context = Memex(hook.config, conn).file_context(path, session_id=hook.session_id, cwd=cwd)
+    hook.log["turns"] = context.items
+    if context.text:
         if not seen.exists():
             _prune(seen.parent, hook.config.file_context_seen_days * 86_400)
         seen.parent.mkdir(parents=True, exist_ok=True)
         with seen.open("a", encoding="utf-8") as handle:
             handle.write(path + "\n")
-    return text
+    return context.text
 
 
 def _prune(folder: Path, max_age_seconds: float) -> None:
@@ -341,20 +339,18 @@ def _prune(folder: Path, max_age_seconds: float) -> None:
 
 def on_subagent_start(hook: Hook) -> str:
     """SubagentStart: the files the parent session touched most recently, for the subagent's context."""
-    from memex.hooks.answers import recent_files_answer
-    from memex.store.queries import session_row
+    from memex.api import Memex
 
     refresh(hook)  # this very turn's edits are not in the store yet
     conn = hook.store()
     if conn is None:
         return ""
-    session = session_row(conn, hook.session_id, hook.text("transcript_path"))
-    if session is None:
+    context = Memex(hook.config, conn).recent_files_context(hook.session_id, hook.text("transcript_path"))
+    if context is None:
         hook.log["detail"] = "session not indexed"
         return ""
-    text, files = recent_files_answer(conn, hook.config, session["session_id"])
-    hook.log["files"] = files
-    return text
+    hook.log["files"] = context.items
+    return context.text
 
 
 HANDLERS: dict[str, Callable[[Hook], str]] = {

@@ -205,7 +205,7 @@ class WarmServer:
 
     def store(self) -> sqlite3.Connection | None:
         """This thread's connection, reopened when the database file was replaced (rebuilt)."""
-        from memex.hooks.answers import open_store
+        from memex.store.db import connect_existing
 
         try:
             identity = os.stat(self.config.db_path).st_ino
@@ -216,7 +216,7 @@ class WarmServer:
             return cached
         if cached is not None:
             cached.close()
-        self.local.conn = open_store(self.config, self.config.hook_read_busy_timeout_ms)
+        self.local.conn = connect_existing(self.config.db_path, self.config.hook_read_busy_timeout_ms)
         self.local.identity = identity
         return self.local.conn
 

@@ -183,6 +183,14 @@ def set_busy_timeout(conn: sqlite3.Connection, milliseconds: int) -> None:
     conn.execute(f"PRAGMA busy_timeout = {int(milliseconds)}")
 
 
+def connect_existing(path: Path, busy_timeout_ms: int = 30_000) -> sqlite3.Connection | None:
+    """The database at `path` for a reader that must never create an empty one (a hook, the warm server),
+    or None when there is none yet."""
+    if not path.exists():
+        return None
+    return connect(path, busy_timeout_ms)
+
+
 def connect_readonly(path: Path, busy_timeout_ms: int = 30_000) -> sqlite3.Connection:
     """Open an existing database for reading only (search and show work while a writer is busy, and on
     a store this process cannot write: a read-only mount, another user's folder)."""

@@ -1,7 +1,9 @@
-"""What each hook says, computed from the store: shared by the in-process (cold) path and the warm server.
+"""What memex says into an agent's context, computed from the store: recalled turns for a prompt, what a
+compaction dropped, who touched a file before, the files a session touched. `Memex` calls these for every
+door (the hooks' cold path, the warm server, the MCP server).
 
-Every function takes an open connection and the hook's input and returns the text to inject ("" for
-nothing); none of them writes.
+Every function takes an open connection and returns the text to inject ("" for nothing) and how many items
+it holds; none of them writes, and each runs within the hooks' query deadline.
 """
 
 from __future__ import annotations
@@ -13,14 +15,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from memex.config import Config
-from memex.hooks.render import (
+from memex.context.render import (
     render_compacted,
     render_file_history,
     render_recall,
     render_recent_files,
 )
 from memex.search.recall import Recalled, recall, semantic_recall
-from memex.store.db import connect
 from memex.store.queries import (
     file_mentions_of,
     path_suffixes,
@@ -43,13 +44,6 @@ _VERBS = {
 }
 
 
-def open_store(config: Config, busy_timeout_ms: int) -> sqlite3.Connection | None:
-    """The store for a hook, or None when there is none yet (a hook never creates an empty one to read)."""
-    if not config.db_path.exists():
-        return None
-    return connect(config.db_path, busy_timeout_ms)
-
-
 @contextlib.contextmanager
 def deadline(conn: sqlite3.Connection, milliseconds: int) -> Iterator[None]:
     """Interrupt any query still running `milliseconds` from now (sqlite3.OperationalError: interrupted)."""
@@ -62,16 +56,23 @@ def deadline(conn: sqlite3.Connection, milliseconds: int) -> Iterator[None]:
 
 
 def recall_answer(
-    conn: sqlite3.Connection, config: Config, request: dict[str, Any], semantic: bool = False
+    conn: sqlite3.Connection,
+    config: Config,
+    prompt: str,
+    session_id: str | None = None,
+    project_dir: str | None = None,
+    *,
+    semantic: bool = False,
 ) -> tuple[str, int]:
-    """The recall injection for a prompt, and how many turns it holds (`semantic`: also by meaning, for a
-    process that keeps the model loaded)."""
+    """The recall injection for `prompt` (turns of sessions other than `session_id`, those of
+    `project_dir` first), and how many turns it holds (`semantic`: also by meaning, for a process that
+    keeps the model loaded)."""
     with deadline(conn, config.hook_query_deadline_ms):
         hits = recall(
             conn,
-            request.get("prompt") or "",
-            request.get("session_id") or None,
-            request.get("project_dir") or None,
+            prompt,
+            session_id,
+            project_dir,
             max_hits=config.recall_max_hits,
             max_per_session=config.recall_max_per_session,
             min_coverage=config.recall_min_coverage_pct / 100,
@@ -80,28 +81,26 @@ def recall_answer(
             common_term_share=config.recall_common_term_pct / 100,
         )
         if semantic:
-            hits = _with_meaning(conn, config, request, hits)
+            hits = _with_meaning(conn, config, prompt, session_id, project_dir, hits)
         # Rendering reads nothing more; it is inside the deadline only because it is cheap.
         text = render_recall(hits, config.recall_budget_tokens, config.hook_max_chars, config.recall_hit_max_tokens)
     return text, len(hits)
 
 
 def _with_meaning(
-    conn: sqlite3.Connection, config: Config, request: dict[str, Any], hits: list[Recalled]
+    conn: sqlite3.Connection,
+    config: Config,
+    prompt: str,
+    session_id: str | None,
+    project_dir: str | None,
+    hits: list[Recalled],
 ) -> list[Recalled]:
     """Lexical hits completed by meaning; on any trouble with the model or the vectors, the lexical hits."""
     from memex.embed.model import EmbedderUnavailable
 
     try:
         return semantic_recall(
-            conn,
-            config,
-            request.get("prompt") or "",
-            request.get("session_id") or None,
-            request.get("project_dir") or None,
-            hits,
-            config.recall_max_hits,
-            config.recall_max_per_session,
+            conn, config, prompt, session_id, project_dir, hits, config.recall_max_hits, config.recall_max_per_session
         )
     except (EmbedderUnavailable, OSError, ValueError, sqlite3.OperationalError):  # model, files, the deadline
         return hits

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memex.hooks.gate import content_units, gate
+from memex.context.gate import content_units, gate
 
 MIN_UNITS = 3
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memex.hooks.render import head_tokens, render_compacted, render_recall, tail_tokens, turn_block, turn_parts
+from memex.context.render import head_tokens, render_compacted, render_recall, tail_tokens, turn_block, turn_parts
 from memex.search.recall import Recalled
 from memex.textutil import estimate_tokens
 
