@@ -58,14 +58,15 @@ def _mib(size: int) -> str:
 
 def check_store(config: Config) -> tuple[Check, sqlite3.Connection | None]:
     from memex.errors import MemexError
-    from memex.store.db import connect_readonly
+    from memex.store.db import connect_readonly, integrity
+    from memex.store.queries import session_count
 
     if not config.db_path.exists():
         return Check("store", "fail", f"no database at {config.db_path}", "run `memex index`"), None
     try:
         conn = connect_readonly(config.db_path, config.busy_timeout_ms)
-        verdict = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
-        sessions = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
+        verdict = integrity(conn)
+        sessions = session_count(conn)
     except (MemexError, sqlite3.DatabaseError) as exc:
         return Check("store", "fail", str(exc), "move the database aside and run `memex index` to rebuild it"), None
     if verdict != "ok":

@@ -1,8 +1,10 @@
-"""Queries of computers: the local sessions stranded under an old name, and forgetting a computer."""
+"""Queries of computers: the registry as the daemon last saw it, the local sessions stranded under an old
+name, and forgetting a computer."""
 
 from __future__ import annotations
 
 import sqlite3
+from typing import Any
 
 # The tombstone of a whole computer in `forgotten` (its session column): every mirror it published goes.
 EVERY_SESSION = "*"
@@ -63,3 +65,23 @@ def received_mirrors(conn: sqlite3.Connection, computer: str) -> int:
         "AND session_id NOT IN (SELECT session_id FROM sessions)",
         (computer,),
     ).fetchone()[0]
+
+
+def remember(conn: sqlite3.Connection, info: dict[str, Any]) -> None:
+    """Keep one computer's announcement (computer, version, api_url, sessions, started_at, last_seen) in
+    the registry, unless an announcement seen later is already there (inside a transaction)."""
+    conn.execute(
+        "INSERT INTO computers (computer, version, api_url, sessions, started_at, last_seen) "
+        "VALUES (:computer, :version, :api_url, :sessions, :started_at, :last_seen) "
+        "ON CONFLICT (computer) DO UPDATE SET version = excluded.version, api_url = excluded.api_url, "
+        "sessions = excluded.sessions, started_at = excluded.started_at, last_seen = excluded.last_seen "
+        "WHERE excluded.last_seen >= computers.last_seen",
+        {key: info.get(key) for key in ("computer", "version", "api_url", "sessions", "started_at", "last_seen")},
+    )
+
+
+def remembered(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+    """The registry as this computer's daemon last saw it, by name."""
+    return conn.execute(
+        "SELECT computer, version, api_url, sessions, started_at, last_seen FROM computers ORDER BY computer"
+    ).fetchall()

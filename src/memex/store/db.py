@@ -183,6 +183,11 @@ def set_busy_timeout(conn: sqlite3.Connection, milliseconds: int) -> None:
     conn.execute(f"PRAGMA busy_timeout = {int(milliseconds)}")
 
 
+def integrity(conn: sqlite3.Connection) -> str:
+    """SQLite's quick integrity check of the store: "ok", or the first problem found."""
+    return str(conn.execute("PRAGMA quick_check(1)").fetchone()[0])
+
+
 def connect_existing(path: Path, busy_timeout_ms: int = 30_000) -> sqlite3.Connection | None:
     """The database at `path` for a reader that must never create an empty one (a hook, the warm server),
     or None when there is none yet."""

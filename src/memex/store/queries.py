@@ -457,6 +457,24 @@ def known_projects(conn: sqlite3.Connection) -> list[str]:
     return [row[0] for row in rows]
 
 
+def mirror_row(conn: sqlite3.Connection, mirror_id: int) -> sqlite3.Row | None:
+    """A stored mirror (every column of the `mirrors` view) by its id."""
+    return conn.execute("SELECT * FROM mirrors WHERE id = ?", (mirror_id,)).fetchone()
+
+
+def mirror_version(conn: sqlite3.Connection, session_id: str, computer: str) -> sqlite3.Row | None:
+    """(updated_at, content_hash) of the mirror stored for `computer`'s session, if any."""
+    return conn.execute(
+        "SELECT updated_at, content_hash FROM mirrors WHERE session_id = ? AND computer = ?", (session_id, computer)
+    ).fetchone()
+
+
+def session_of_transcript(conn: sqlite3.Connection, resolved_path: str) -> str | None:
+    """The id of the session stored from the transcript at `resolved_path`, if any."""
+    row = conn.execute("SELECT session_id FROM sessions WHERE transcript_path = ?", (resolved_path,)).fetchone()
+    return str(row["session_id"]) if row else None
+
+
 def mirror_count(conn: sqlite3.Connection, computer: str) -> int:
     """How many mirrors received from `computer` this store holds."""
     return int(conn.execute("SELECT count(*) FROM mirror_records WHERE computer = ?", (computer,)).fetchone()[0])

@@ -40,7 +40,7 @@ from memex.signals import PID_FILE, take_stops
 from memex.sources import ADAPTERS
 from memex.sources.files import safe_resolve
 from memex.store.db import connect
-from memex.store.queries import known_projects
+from memex.store.queries import known_projects, session_count, session_of_transcript
 from memex.sync import forgets, outbox
 from memex.sync.heartbeat import ComputerInfo, announce, iso, registry, remember, withdraw
 from memex.sync.inbox import Consumer
@@ -279,13 +279,10 @@ class Daemon:
 
     def _take_signals(self) -> None:
         for stop in take_stops(self.config.home):
-            row = None
+            found = None
             if stop["transcript_path"]:
-                row = self.conn.execute(
-                    "SELECT session_id FROM sessions WHERE transcript_path = ?",
-                    (str(safe_resolve(Path(stop["transcript_path"]))),),
-                ).fetchone()
-            self._stopped.add(row["session_id"] if row else str(stop["session_id"]))
+                found = session_of_transcript(self.conn, str(safe_resolve(Path(stop["transcript_path"]))))
+            self._stopped.add(found or str(stop["session_id"]))
             self._dirty = True
 
     def _queue_due(self) -> int:
@@ -345,7 +342,7 @@ class Daemon:
         now = self.clock()
         if self.link.refresh_epoch():
             self._dirty = True
-        sessions = self.conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
+        sessions = session_count(self.conn)
         info = ComputerInfo(
             computer=self.config.computer,
             version=memex.__version__,

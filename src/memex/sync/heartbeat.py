@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 import redis
 
+from memex.store import computers as store_computers
 from memex.store.db import transaction
 from memex.sync.keys import Keys
 
@@ -89,20 +90,10 @@ def remember(conn: sqlite3.Connection, computers: list[ComputerInfo]) -> None:
     """Keep the registry in the store (for when Redis is away)."""
     with transaction(conn):
         for info in computers:
-            if not info.last_seen:
-                continue
-            conn.execute(
-                "INSERT INTO computers (computer, version, api_url, sessions, started_at, last_seen) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (computer) DO UPDATE SET version = excluded.version, "
-                "api_url = excluded.api_url, sessions = excluded.sessions, started_at = excluded.started_at, "
-                "last_seen = excluded.last_seen WHERE excluded.last_seen >= computers.last_seen",
-                (info.computer, info.version, info.api_url, info.sessions, info.started_at, info.last_seen),
-            )
+            if info.last_seen:
+                store_computers.remember(conn, asdict(info))
 
 
 def remembered(conn: sqlite3.Connection) -> list[ComputerInfo]:
     """The registry as this computer's daemon last saw it (liveness unknown)."""
-    rows = conn.execute(
-        "SELECT computer, version, api_url, sessions, started_at, last_seen FROM computers ORDER BY computer"
-    ).fetchall()
-    return [ComputerInfo(**dict(row)) for row in rows]
+    return [ComputerInfo(**dict(row)) for row in store_computers.remembered(conn)]

@@ -24,6 +24,7 @@ from memex.config import Config
 from memex.mirrors.build import store_mirror
 from memex.store.db import transaction
 from memex.store.forget import is_forgotten
+from memex.store.queries import mirror_version
 from memex.sync import forgets
 from memex.sync.keys import Keys
 from memex.sync.wire import Envelope, WireError, decode
@@ -36,10 +37,7 @@ def receive(conn: sqlite3.Connection, envelope: Envelope, computer: str) -> bool
     mirror = envelope.mirror
     if mirror.computer == computer or is_forgotten(conn, mirror.session_id, mirror.computer):
         return False
-    row = conn.execute(
-        "SELECT updated_at, content_hash FROM mirrors WHERE session_id = ? AND computer = ?",
-        (mirror.session_id, mirror.computer),
-    ).fetchone()
+    row = mirror_version(conn, mirror.session_id, mirror.computer)
     if row is not None and (row["content_hash"] == mirror.content_hash or row["updated_at"] > envelope.updated_at):
         return False
     return store_mirror(conn, mirror, envelope.updated_at)

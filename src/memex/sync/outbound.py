@@ -16,6 +16,7 @@ from memex.mirrors.model import mirror_from_row
 from memex.mirrors.search import excerpt, message_context
 from memex.redact import redact, redact_slice
 from memex.search.highlight import spans_json
+from memex.store.queries import mirror_row
 
 # Whole texts of a hit, redacted as they are.
 _WHOLE_FIELDS = ("prompt_text", "title", "tool_summary")
@@ -49,7 +50,7 @@ def _turn_pieces(hit: dict[str, Any], query: str) -> None:
 
 
 def _mirror_pieces(conn: sqlite3.Connection, hit: dict[str, Any], query: str) -> None:
-    row = conn.execute("SELECT * FROM mirrors WHERE id = ?", (hit.get("mirror_id"),)).fetchone()
+    row = mirror_row(conn, hit["mirror_id"]) if hit.get("mirror_id") is not None else None
     if row is None:  # gone meanwhile: nothing of it is sent
         hit["full_text"] = hit["matched_chunk"] = ""
         return

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 import redis
 
 from memex.mirrors.model import mirror_from_row
+from memex.store import outbox as queue
 from memex.store.db import transaction
 from memex.sync import wire
 from memex.sync.keys import Keys
@@ -36,16 +37,7 @@ class Due:
 def unpublished(conn: sqlite3.Connection, computer: str, epoch: str | None) -> list[Due]:
     """This computer's mirrors whose current version is neither published (to this Redis data generation,
     when it is known) nor waiting in the outbox."""
-    rows = conn.execute(
-        "SELECT m.session_id, m.content_hash FROM mirrors m "
-        "LEFT JOIN published_mirrors p ON p.session_id = m.session_id "
-        "LEFT JOIN outbox o ON o.session_id = m.session_id "
-        "WHERE m.computer = ? AND o.source_hash IS NOT m.content_hash "
-        "AND (p.source_hash IS NOT m.content_hash OR (? IS NOT NULL AND p.epoch IS NOT ?)) "
-        "ORDER BY m.updated_at",
-        (computer, epoch, epoch),
-    ).fetchall()
-    return [Due(r["session_id"], r["content_hash"]) for r in rows]
+    return [Due(r["session_id"], r["content_hash"]) for r in queue.unpublished(conn, computer, epoch)]
 
 
 def enqueue(conn: sqlite3.Connection, computer: str, session_ids: list[str], batch: int = 200) -> int:
@@ -56,11 +48,8 @@ def enqueue(conn: sqlite3.Connection, computer: str, session_ids: list[str], bat
     """
     queued = 0
     for start in range(0, len(session_ids), batch):
-        chunk = session_ids[start : start + batch]
-        marks = ",".join("?" * len(chunk))
-        rows = conn.execute(
-            f"SELECT * FROM mirrors WHERE computer = ? AND session_id IN ({marks})", [computer, *chunk]
-        ).fetchall()  # a session that lost its conversation since it was found due is simply absent
+        # A session that lost its conversation since it was found due is simply absent.
+        rows = queue.mirrors_of(conn, computer, session_ids[start : start + batch])
         prepared = [
             (
                 row["session_id"],
@@ -70,22 +59,15 @@ def enqueue(conn: sqlite3.Connection, computer: str, session_ids: list[str], bat
             )
             for row in rows
         ]
-        now = now_iso()
         with transaction(conn):
-            conn.executemany(
-                "INSERT INTO outbox (session_id, source_hash, updated_at, payload, queued_at) VALUES (?, ?, ?, ?, ?) "
-                "ON CONFLICT (session_id) DO UPDATE SET source_hash = excluded.source_hash, "
-                "updated_at = excluded.updated_at, payload = excluded.payload, queued_at = excluded.queued_at, "
-                "attempts = 0, last_error = NULL",
-                [(*item, now) for item in prepared],
-            )
+            queue.put(conn, prepared, now_iso())
         queued += len(prepared)
     return queued
 
 
 def waiting(conn: sqlite3.Connection) -> int:
     """How many mirrors wait in the outbox."""
-    return conn.execute("SELECT count(*) FROM outbox").fetchone()[0]
+    return queue.waiting(conn)
 
 
 def send_batch(
@@ -95,10 +77,7 @@ def send_batch(
 
     A Redis error propagates (the rows stay, with their attempt counted when the store allows it).
     """
-    rows = conn.execute(
-        "SELECT session_id, source_hash, updated_at, payload FROM outbox ORDER BY queued_at, session_id LIMIT ?",
-        (batch,),
-    ).fetchall()
+    rows = queue.oldest(conn, batch)
     if not rows:
         return 0
     pipe = client.pipeline(transaction=True)
@@ -117,29 +96,15 @@ def send_batch(
     except redis.RedisError as exc:
         _count_attempt(conn, [r["session_id"] for r in rows], str(exc))
         raise
-    sent_at = now_iso()
     with transaction(conn):
-        for row in rows:
-            # A newer version queued meanwhile stays in the outbox.
-            conn.execute(
-                "DELETE FROM outbox WHERE session_id = ? AND source_hash = ?", (row["session_id"], row["source_hash"])
-            )
-            conn.execute(
-                "INSERT INTO published_mirrors (session_id, source_hash, epoch, published_at) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (session_id) DO UPDATE SET source_hash = excluded.source_hash, epoch = excluded.epoch, "
-                "published_at = excluded.published_at",
-                (row["session_id"], row["source_hash"], epoch, sent_at),
-            )
+        queue.mark_sent(conn, rows, epoch, now_iso())
     return len(rows)
 
 
 def _count_attempt(conn: sqlite3.Connection, session_ids: list[str], error: str) -> None:
     try:
         with transaction(conn):
-            conn.executemany(
-                "UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE session_id = ?",
-                [(error[:500], session_id) for session_id in session_ids],
-            )
+            queue.count_attempt(conn, session_ids, error)
     except sqlite3.Error:  # bookkeeping only: the rows wait either way
         pass
 

@@ -12,10 +12,9 @@ import pytest
 
 from corpus import HILLVIEW
 from hooktools import BLOG, CURRENT, OTHER, PAST, SHOP, build_corpus
-from memex import Memex
+from memex import Filters, Memex
 from memex.config import load_config
 from memex.errors import UserError
-from memex import Filters
 
 
 @pytest.fixture(scope="module")
