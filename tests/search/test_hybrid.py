@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from memex.embed.worker import drain, worker_lock
-from memex.ingest.indexer import discover, index_transcripts
+from memex.config import Config
 from memex.search.hybrid import hybrid_search, is_coarse, level_order, names_only
+from memex.store.db import connect
 from memex.store.queries import Filters
+from stores import copy_store, index_once
 from transcripts import ClaudeSession, simple_turn
 
 pytestmark = [pytest.mark.model]
@@ -20,10 +23,9 @@ pytestmark = [pytest.mark.model]
 POOL = "集成测试一直卡住，查了半天，原来是数据库连接池耗尽了。把连接池调大到 50 就好了。"
 
 
-@pytest.fixture
-def store(conn, config, tmp_path: Path):
+def _pool_corpus(root: Path) -> list[Path]:
     """Three sessions: a Chinese one about an exhausted connection pool, and two unrelated ones."""
-    root = tmp_path / "projects" / "-home-dev-shop"
+    root = root / "projects" / "-home-dev-shop"
     pool = ClaudeSession(root / "pool.jsonl", "aaaa0000-pool", cwd="/home/dev/shop")
     simple_turn(pool, POOL, "已将连接池大小调整为 50，测试不再卡住。")
     simple_turn(pool, "好的，谢谢", "不客气。")
@@ -35,10 +37,21 @@ def store(conn, config, tmp_path: Path):
     recipes = ClaudeSession(root / "recipes.jsonl", "cccc0000-recipes", cwd="/home/dev/kitchen")
     simple_turn(recipes, "Write a parser for recipe ingredient lists", "Added parse_ingredients in recipes/parse.py.")
     simple_turn(recipes, "thanks", "You're welcome.")
-    index_transcripts(conn, config, discover({"claude": [root.parent]}))
-    with worker_lock(config.home):
-        drain(conn, config)
-    return conn
+    return [root.parent]
+
+
+@pytest.fixture(scope="module")
+def pool_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return index_once(tmp_path_factory.mktemp("pool"), _pool_corpus, embed=True)
+
+
+@pytest.fixture
+def store(pool_home: Path, home: Path, config: Config) -> Iterator[sqlite3.Connection]:
+    """This test's copy of the pool corpus, indexed and embedded."""
+    copy_store(pool_home, home)
+    conn = connect(config.db_path)
+    yield conn
+    conn.close()
 
 
 QUESTION = "integration tests hang because the database connection pool is exhausted"
@@ -139,10 +152,9 @@ def test_a_selective_filter_falls_back_to_searching_only_admitted_vectors(store,
     assert owners and set(owners) <= kitchen
 
 
-@pytest.fixture
-def config_store(conn, config, tmp_path: Path):
+def _config_corpus(root: Path) -> list[Path]:
     """A session about a config parser, one about recipes and settings, one about page layout."""
-    root = tmp_path / "projects" / "-home-dev-shop"
+    root = root / "projects" / "-home-dev-shop"
     cfg = ClaudeSession(root / "cfg.jsonl", "dddd0000-config", cwd="/home/dev/shop")
     simple_turn(
         cfg,
@@ -156,10 +168,21 @@ def config_store(conn, config, tmp_path: Path):
     css = ClaudeSession(root / "css.jsonl", "bbbb0000-css", cwd="/home/dev/shop")
     simple_turn(css, "The sidebar overlaps the footer on narrow screens", "Switched the layout to CSS grid.")
     simple_turn(css, "ok", "Done.")
-    index_transcripts(conn, config, discover({"claude": [root.parent]}))
-    with worker_lock(config.home):
-        drain(conn, config)
-    return conn
+    return [root.parent]
+
+
+@pytest.fixture(scope="module")
+def config_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return index_once(tmp_path_factory.mktemp("config"), _config_corpus, embed=True)
+
+
+@pytest.fixture
+def config_store(config_home: Path, home: Path, config: Config) -> Iterator[sqlite3.Connection]:
+    """This test's copy of the config-parser corpus, indexed and embedded."""
+    copy_store(config_home, home)
+    conn = connect(config.db_path)
+    yield conn
+    conn.close()
 
 
 def test_a_hit_found_by_meaning_alone_far_below_the_best_is_dropped(config_store, config) -> None:

@@ -15,24 +15,36 @@ from memex.config import Config
 from memex.mirrors.build import build_mirror, store_mirror
 from memex.store.db import connect
 from memex.web.server import WebServer
+from stores import copy_store, index_once
 from transcripts import ClaudeSession, simple_turn
 from webtools import HOSTILE, LONG_ANSWER, LONG_SESSION, MIRRORED, SUBAGENT_SESSION, Browser
 
 
-@pytest.fixture
-def corpus(run, tmp_path: Path, config: Config) -> Config:
-    """HillviewCap's sessions, a live Claude Code session with subagents, a Codex rollout, indexed; and a
-    mirror received from the computer `laptop` whose title is hostile HTML."""
-    projects = tmp_path / "claude-projects"
+def _write_corpus(root: Path) -> list[Path]:
+    projects = root / "claude-projects"
     shutil.copytree(HILLVIEW, projects / HILLVIEW.name)
     shutil.copytree(LIVE_CLAUDE / "-home-dev-proj", projects / "-home-dev-proj")
-    codex = tmp_path / "codex-sessions" / "2025" / "11" / "13"
+    codex = root / "codex-sessions" / "2025" / "11" / "13"
     codex.mkdir(parents=True)
     shutil.copy(CODEX_SHORT, codex / CODEX_SHORT.name)
     simple_turn(
         ClaudeSession(projects / "-home-dev-shop" / f"{LONG_SESSION}.jsonl", LONG_SESSION), "show the log", LONG_ANSWER
     )
-    assert run("index").exit_code == 0
+    return [projects, root / "codex-sessions"]
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The corpus, indexed once for the module."""
+    return index_once(tmp_path_factory.mktemp("web-corpus"), _write_corpus)
+
+
+@pytest.fixture
+def corpus(indexed: Path, home: Path, config: Config) -> Config:
+    """HillviewCap's sessions, a live Claude Code session with subagents, a Codex rollout, indexed (a copy
+    of the module's store, this test's own); and a mirror received from the computer `laptop` whose title
+    is hostile HTML."""
+    copy_store(indexed, home)
     conn = connect(config.db_path)
     try:
         mirror = build_mirror(conn, SUBAGENT_SESSION)
