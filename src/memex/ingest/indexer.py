@@ -40,11 +40,12 @@ from memex.ingest.pipeline import (
     plan_ingest,
 )
 from memex.ingest.state import StoredStream, stored_streams
-from memex.mirrors.build import refresh_mirror, sessions_without_mirror
+from memex.mirrors.build import refresh_mirror
 from memex.sources import ADAPTERS, adapter
 from memex.sources.files import Skipped
 from memex.sources.locations import agent_roots
 from memex.sources.model import Transcript
+from memex.store import mirrors as store_mirrors
 from memex.store.db import transaction
 
 # Worker processes take a fraction of a second to start (they import memex afresh): below these amounts of
@@ -328,7 +329,7 @@ def _index_in_parallel(
 def backfill_mirrors(conn: sqlite3.Connection) -> int:
     """Build the mirrors of sessions indexed before mirrors existed; returns how many were written."""
     written = 0
-    for session_id in sessions_without_mirror(conn):
+    for session_id in store_mirrors.sessions_without_mirror(conn):
         with transaction(conn):
             written += refresh_mirror(conn, session_id)
     return written

@@ -30,6 +30,7 @@ from memex.mirrors import segments
 from memex.mirrors.model import LABELS, Mirror, mirror_from_row
 from memex.mirrors.segments import MirrorState, Segment, load_state, save_state
 from memex.redact import clear_cut, redact
+from memex.store import mirrors as store
 from memex.textutil import fts_text, strip_system_reminders
 
 MIRROR_FORMAT = 1
@@ -41,11 +42,6 @@ _ROLES = {"prompt": "user", "assistant": "assistant", "compact_summary": "summar
 MAX_MESSAGE_CHARS = 20_000
 MAX_MIRROR_CHARS = 2_000_000
 _CUT = "\n[… cut by memex …]"
-_ROWS = (
-    "SELECT line_index, kind, text, timestamp, message_id FROM entries WHERE session_id = ? AND agent_id = '' "
-    "AND kind IN ('prompt', 'assistant', 'compact_summary') AND text IS NOT NULL AND line_index >= ? "
-    "ORDER BY line_index"
-)
 
 
 def _now() -> str:
@@ -238,19 +234,8 @@ class _Stored:
     segments: list[Segment] = field(default_factory=list)
 
 
-def _session(conn: sqlite3.Connection, session_id: str) -> sqlite3.Row | None:
-    return conn.execute(
-        "SELECT session_id, agent, computer, project_dir, title, started_at, ended_at, resume_line_index "
-        "FROM sessions WHERE session_id = ?",
-        (session_id,),
-    ).fetchone()
-
-
 def _stored(conn: sqlite3.Connection, session: sqlite3.Row) -> _Stored:
-    row = conn.execute(
-        "SELECT id, content_hash FROM mirror_records WHERE session_id = ? AND computer = ?",
-        (session["session_id"], session["computer"]),
-    ).fetchone()
+    row = store.record_of(conn, session["session_id"], session["computer"])
     if row is None:
         return _Stored()
     return _Stored(row["id"], row["content_hash"], segments.stored_segments(conn, row["id"]))
@@ -258,10 +243,7 @@ def _stored(conn: sqlite3.Connection, session: sqlite3.Row) -> _Stored:
 
 def _shell(conn: sqlite3.Connection, session: sqlite3.Row, text: str, spans: list[list[Any]]) -> Mirror:
     """The session's mirror with this text and these message spans (its content hash left to compute)."""
-    prs = [
-        r[0]
-        for r in conn.execute("SELECT DISTINCT pr_number FROM pr_links WHERE session_id = ? ORDER BY 1", (session[0],))
-    ]
+    prs = store.pr_numbers(conn, session["session_id"])
     return Mirror(
         session_id=session["session_id"],
         computer=session["computer"],
@@ -298,13 +280,13 @@ def _whole(conn: sqlite3.Connection, session: sqlite3.Row, conversation: Convers
 
 def _rebuild(conn: sqlite3.Connection, session: sqlite3.Row) -> _Build:
     conversation = Conversation()
-    state = conversation.read(conn.execute(_ROWS, (session[0], 0)).fetchall(), session["resume_line_index"])
+    state = conversation.read(store.conversation_entries(conn, session["session_id"], 0), session["resume_line_index"])
     return _whole(conn, session, conversation, state)
 
 
 def build_mirror(conn: sqlite3.Connection, session_id: str) -> Mirror | None:
     """The mirror of a local session, from all its stored entries; None when it holds no conversation."""
-    session = _session(conn, session_id)
+    session = store.mirrored_session(conn, session_id)
     if session is None:
         return None
     build = _rebuild(conn, session)
@@ -318,16 +300,9 @@ def _seen_before(conn: sqlite3.Connection, session_id: str, line: int, rows: lis
     """The (response id, text) pairs of the assistant lines before `line` of the responses in `rows`."""
     ids = sorted({r["message_id"] for r in rows if r["kind"] == "assistant" and r["message_id"]})
     seen = set()
-    for index in range(0, len(ids), 500):
-        chunk = ids[index : index + 500]
-        for message_id, raw in conn.execute(
-            "SELECT message_id, text FROM entries INDEXED BY entries_message_id WHERE message_id IS NOT NULL "
-            f"AND message_id IN ({','.join('?' * len(chunk))}) AND session_id = ? AND agent_id = '' "
-            "AND kind = 'assistant' AND text IS NOT NULL AND line_index < ?",
-            [*chunk, session_id, line],
-        ):
-            if text := message_text(raw):
-                seen.add((message_id, text))
+    for message_id, raw in store.assistant_texts_before(conn, session_id, ids, line):
+        if text := message_text(raw):
+            seen.add((message_id, text))
     return seen
 
 
@@ -388,7 +363,7 @@ def _continue(conn: sqlite3.Connection, session: sqlite3.Row, stored: _Stored, s
     conversation = _resume(state, stored)
     if conversation is None:
         raise NeedsRebuild
-    rows = conn.execute(_ROWS, (session[0], state.line_index)).fetchall()
+    rows = store.conversation_entries(conn, session["session_id"], state.line_index)
     conversation.seen = _seen_before(conn, session[0], state.line_index, rows)
     if state.head is not None:
         if state.messages <= (state.tail_start or 0):
@@ -425,35 +400,27 @@ def _put(
     updated_at: str | None,
 ) -> None:
     """Write a mirror's record and the segments that changed (`kept` stored ones stay, then `fresh`)."""
-    mirror_id = conn.execute(
-        "INSERT INTO mirror_records (session_id, computer, agent, project, title, timestamp_start, "
-        "timestamp_end, metadata, content_hash, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT (session_id, computer) DO UPDATE SET agent = excluded.agent, project = excluded.project, "
-        "title = excluded.title, timestamp_start = excluded.timestamp_start, "
-        "timestamp_end = excluded.timestamp_end, metadata = excluded.metadata, "
-        "content_hash = excluded.content_hash, updated_at = excluded.updated_at RETURNING id",
-        (
-            mirror.session_id,
-            mirror.computer,
-            mirror.agent,
-            mirror.project,
-            mirror.title,
-            mirror.timestamp_start,
-            mirror.timestamp_end,
-            orjson.dumps(_record_metadata(mirror.metadata)).decode(),
-            mirror.content_hash,
-            updated_at or _now(),
-        ),
-    ).fetchone()[0]
+    mirror_id = store.put_record(
+        conn,
+        {
+            "session_id": mirror.session_id,
+            "computer": mirror.computer,
+            "agent": mirror.agent,
+            "project": mirror.project,
+            "title": mirror.title,
+            "timestamp_start": mirror.timestamp_start,
+            "timestamp_end": mirror.timestamp_end,
+            "metadata": orjson.dumps(_record_metadata(mirror.metadata)).decode(),
+            "content_hash": mirror.content_hash,
+            "updated_at": updated_at or _now(),
+        },
+    )
     segments.write_segments(conn, mirror_id, stored, kept, fresh, _fts_title(mirror.title))
 
 
 def store_mirror(conn: sqlite3.Connection, mirror: Mirror, updated_at: str | None = None) -> bool:
     """Insert or replace the mirror of (session, computer); False when the stored one says the same."""
-    row = conn.execute(
-        "SELECT id, content_hash FROM mirror_records WHERE session_id = ? AND computer = ?",
-        (mirror.session_id, mirror.computer),
-    ).fetchone()
+    row = store.record_of(conn, mirror.session_id, mirror.computer)
     if row is not None and row["content_hash"] == mirror.content_hash:
         return False
     stored = segments.stored_segments(conn, row["id"] if row else None)
@@ -467,7 +434,7 @@ def _write(conn: sqlite3.Connection, stored: _Stored, build: _Build) -> bool:
     """Store a local session's new mirror (or remove it when it has no conversation); True if it changed."""
     if not build.count:
         if stored.id is not None:
-            conn.execute("DELETE FROM mirror_records WHERE id = ?", (stored.id,))
+            store.delete_record(conn, stored.id)
         return stored.id is not None
     mirror = build.mirror
     spans = mirror.metadata["messages"]
@@ -484,7 +451,7 @@ def refresh_mirror(conn: sqlite3.Connection, session_id: str, since_line: int = 
     """Bring a local session's stored mirror up to date with its entries; True when it changed (written or
     removed). With `since_line`, the entries before that line are those of the last refresh (an append):
     the stored mirror is continued from there when the state saved with it allows."""
-    session = _session(conn, session_id)
+    session = store.mirrored_session(conn, session_id)
     if session is None:
         return False
     stored = _stored(conn, session)
@@ -532,21 +499,7 @@ def redact_mirror(mirror: Mirror) -> tuple[Mirror, int]:
 # --- reading ------------------------------------------------------------------------------------------
 
 
-def sessions_without_mirror(conn: sqlite3.Connection) -> list[str]:
-    """Local sessions holding conversation but no mirror yet (indexed before mirrors existed)."""
-    rows = conn.execute(
-        "SELECT s.session_id FROM sessions s WHERE NOT EXISTS "
-        "(SELECT 1 FROM mirror_records m WHERE m.session_id = s.session_id AND m.computer = s.computer) "
-        "AND EXISTS (SELECT 1 FROM entries e WHERE e.session_id = s.session_id AND e.agent_id = '' "
-        "AND e.kind IN ('prompt', 'assistant', 'compact_summary') AND e.text IS NOT NULL) ORDER BY s.session_id"
-    ).fetchall()
-    return [r[0] for r in rows]
-
-
 def get_mirror(conn: sqlite3.Connection, session_id: str, computer: str | None = None) -> Mirror | None:
     """A stored mirror of a session: this computer's when it has one, else the most recently updated."""
-    row = conn.execute(
-        "SELECT * FROM mirrors WHERE session_id = ? ORDER BY computer = ? DESC, updated_at DESC LIMIT 1",
-        (session_id, computer or ""),
-    ).fetchone()
+    row = store.preferred_mirror(conn, session_id, computer)
     return mirror_from_row(row) if row else None

@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from memex.config import MIRROR_SEGMENT_CHARS
+from memex.store import mirrors as store
 from memex.textutil import fts_text
 
 _BREAK = "\n\n"
@@ -93,29 +94,24 @@ def stored_segments(conn: sqlite3.Connection, mirror_id: int | None) -> list[Seg
     """A stored mirror's segments in order (without their text and spans)."""
     if mirror_id is None:
         return []
-    rows = conn.execute(
-        "SELECT id, start, length, digest, title FROM mirror_segments WHERE mirror_id = ? ORDER BY start",
-        (mirror_id,),
-    ).fetchall()
+    rows = store.segments_of(conn, mirror_id)
     return [Segment(r["start"], r["length"], r["digest"], id=r["id"], title=r["title"]) for r in rows]
 
 
-def _read(conn: sqlite3.Connection, segments: list[Segment], columns: str) -> list[sqlite3.Row]:
-    ids = [s.id for s in segments]
-    marks = ",".join("?" * len(ids))
-    return conn.execute(f"SELECT {columns} FROM mirror_segments WHERE id IN ({marks}) ORDER BY start", ids).fetchall()
+def _ids(segments: list[Segment]) -> list[int]:
+    return [s.id for s in segments if s.id is not None]
 
 
 def stored_text(conn: sqlite3.Connection, segments: list[Segment]) -> str:
     """The text of these stored segments (of one mirror)."""
-    return "".join(r[0] for r in _read(conn, segments, "body")) if segments else ""
+    return "".join(store.segment_bodies(conn, _ids(segments))) if segments else ""
 
 
 def stored_spans(conn: sqlite3.Connection, segments: list[Segment]) -> list[list[Any]]:
     """The message spans these stored segments hold, in the conversation's offsets."""
     spans = []
-    for row in _read(conn, segments, "start, spans") if segments else ():
-        spans += [[role, first + row[0], last + row[0], stamp] for role, first, last, stamp in orjson.loads(row[1])]
+    for start, stored in store.segment_spans(conn, _ids(segments)) if segments else ():
+        spans += [[role, first + start, last + start, stamp] for role, first, last, stamp in orjson.loads(stored)]
     return spans
 
 
@@ -161,18 +157,16 @@ def write_segments(
     stored ones; the first segment carries `title` (as full-text search reads it)."""
     reused = {s.id for s in fresh if s.id is not None}
     gone = [s.id for s in stored[kept:] if s.id not in reused]
-    for index in range(0, len(gone), 500):
-        chunk = gone[index : index + 500]
-        conn.execute(f"DELETE FROM mirror_segments WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+    store.delete_segments(conn, [i for i in gone if i is not None])
     starts = {s.id: s.start for s in stored}
     for segment in [*stored[:kept], *(s for s in fresh if s.id is not None)]:
+        assert segment.id is not None
         if starts[segment.id] != segment.start:
-            conn.execute("UPDATE mirror_segments SET start = ? WHERE id = ?", (segment.start, segment.id))
+            store.move_segment(conn, segment.id, segment.start)
         if segment.title != (wanted := title if segment.start == 0 else ""):
-            conn.execute("UPDATE mirror_segments SET title = ? WHERE id = ?", (wanted, segment.id))
-    conn.executemany(
-        "INSERT INTO mirror_segments (mirror_id, start, length, digest, title, spans, body, fts_body) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            store.retitle_segment(conn, segment.id, wanted)
+    store.insert_segments(
+        conn,
         [
             (
                 mirror_id,
@@ -206,22 +200,11 @@ class MirrorState:
     content_hash: str = ""  # the stored mirror this belongs to ("" for none)
     recipe: str = ""  # the mirror recipe it was made with
 
-    _COLUMNS = (
-        "line_index, messages, chars, last_role, last_start, last_chars, last_timestamp, head, tail_start, "
-        "content_hash, recipe"
-    )
-
 
 def load_state(conn: sqlite3.Connection, session_id: str) -> MirrorState | None:
-    row = conn.execute(
-        f"SELECT {MirrorState._COLUMNS} FROM mirror_state WHERE session_id = ?", (session_id,)
-    ).fetchone()
+    row = store.load_state(conn, session_id)
     return MirrorState(*row) if row else None
 
 
 def save_state(conn: sqlite3.Connection, session_id: str, state: MirrorState) -> None:
-    values = [getattr(state, name.strip()) for name in MirrorState._COLUMNS.split(",")]
-    conn.execute(
-        f"INSERT OR REPLACE INTO mirror_state (session_id, {MirrorState._COLUMNS}) VALUES (?{', ?' * len(values)})",
-        [session_id, *values],
-    )
+    store.save_state(conn, session_id, [getattr(state, name) for name in store.STATE_COLUMNS])
