@@ -220,6 +220,20 @@ class Memex:
             on_start(waiting if max_jobs is None else min(max_jobs, waiting))
             return drain(conn, self.config, max_jobs=max_jobs, on_batch=on_batch)
 
+    def embed_slice(self, seconds: float) -> int:
+        """A bounded slice of embedding work for a long-running loop (the daemon runs one every pass): at most
+        `seconds` of draining; 0 (nothing done) while another worker holds the lock. Returns vectors stored."""
+        import time
+
+        from memex.embed.worker import EmbedBusy, drain, worker_lock
+
+        deadline = time.monotonic() + seconds
+        try:
+            with worker_lock(self.config.home):
+                return drain(self.conn, self.config, should_stop=lambda: time.monotonic() > deadline).embedded
+        except EmbedBusy:
+            return 0
+
     def pending_embeds(self) -> int:
         """Texts waiting for their vector."""
         from memex.embed.worker import pending_count

@@ -272,10 +272,11 @@ def test_an_ingest_that_fails_is_tried_again(computers, monkeypatch: pytest.Monk
 
 
 def test_the_daemon_embeds_what_it_ingested(computers) -> None:
-    from memex.embed.worker import EmbedStep
+    from memex import Memex
 
     a = computers("alpha", daemon_debounce_seconds=1)
-    a.start(tasks=[EmbedStep(a.config, seconds=30)])
+    face = Memex(a.config)
+    a.start(tasks=[lambda: face.embed_slice(30)])
     session = new_session(a)
     simple_turn(session, "why does the ocelot build fail on arm64", "The linker flag was missing; added it.")
     a.step()

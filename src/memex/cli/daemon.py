@@ -10,8 +10,8 @@ from typing import TextIO
 
 import click
 
+from memex.api import Memex
 from memex.cli.app import App
-from memex.embed.worker import EmbedStep
 from memex.sync.daemon import Daemon
 from memex.sync.link import display_url
 from memex.sync.token import token_path
@@ -31,7 +31,12 @@ def daemon_command(app: App, once: bool, no_api: bool, verbose: bool) -> None:
     """
     _configure_logging(verbose)
     config = app.config
-    daemon = Daemon(config, serve_api=not no_api, tasks=[EmbedStep(config, config.daemon_embed_seconds)])
+    embedder = Memex(config)  # its own connection: a slice of embedding work after each pass
+
+    def embed() -> int:
+        return embedder.embed_slice(config.daemon_embed_seconds)
+
+    daemon = Daemon(config, serve_api=not no_api, tasks=[embed])
     stopping = False
 
     def stop(signum: int, frame: FrameType | None) -> None:
@@ -57,6 +62,7 @@ def daemon_command(app: App, once: bool, no_api: bool, verbose: bool) -> None:
         click.echo("memex daemon: stopped", err=True)
     finally:
         daemon.close()  # Ctrl-C included: the command then says what was kept and exits 130
+        embedder.close()
 
 
 class _StderrHandler(logging.StreamHandler):

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from memex.config import Config
-from memex.embed.lock import EmbedBusy, worker_lock
+from memex.embed.lock import EmbedBusy, worker_lock  # noqa: F401 (the worker's lock, imported from here)
 from memex.embed.model import Embedder, load_embedder
 from memex.embed.summarizer import llm_summaries
 from memex.embed.texts import LEVELS, embed_texts, text_hash
@@ -244,26 +244,3 @@ def drain(
             on_batch(report, len(jobs))
     report.seconds = time.perf_counter() - started
     return report
-
-
-class EmbedStep:
-    """A bounded slice of embedding work for a long-running loop (the daemon calls it every pass): at most
-    `seconds` of draining, skipped while another worker holds the lock."""
-
-    __name__ = "embed"
-
-    def __init__(self, config: Config, seconds: float) -> None:
-        self.config, self.seconds = config, seconds
-        self._conn: sqlite3.Connection | None = None
-
-    def __call__(self) -> int:
-        from memex.store.db import connect
-
-        if self._conn is None:
-            self._conn = connect(self.config.db_path, self.config.busy_timeout_ms)
-        deadline = time.monotonic() + self.seconds
-        try:
-            with worker_lock(self.config.home):
-                return drain(self._conn, self.config, should_stop=lambda: time.monotonic() > deadline).embedded
-        except EmbedBusy:
-            return 0
