@@ -32,6 +32,7 @@ NO_SQL = [
     "src/memex/mcpserver",
     "src/memex/web",
     "src/memex/context",
+    "src/memex/embed/worker.py",
     "src/memex/mirrors/build.py",
     "src/memex/mirrors/segments.py",
     "src/memex/doctor.py",

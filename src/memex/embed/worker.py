@@ -22,6 +22,7 @@ from memex.embed.model import Embedder, load_embedder
 from memex.embed.summarizer import llm_summaries
 from memex.embed.texts import LEVELS, embed_texts, text_hash
 from memex.embed.worth import has_meaning
+from memex.store import embed_jobs as queue
 from memex.store.db import transaction
 
 # A batch is stored once its texts are embedded or after this many seconds of embedding, whichever comes
@@ -57,33 +58,23 @@ def requeue_stale(conn: sqlite3.Connection, model_version: str) -> int:
     """Put back in the queue every job done (or failed) under another model version; their old vectors
     stay searchable until the new ones replace them."""
     with transaction(conn):
-        return conn.execute(
-            "UPDATE embed_jobs SET status = 'pending', attempts = 0, last_error = NULL, next_attempt_at = NULL "
-            "WHERE model_version != ? AND model_version != '' AND status != 'pending'",
-            (model_version,),
-        ).rowcount
+        return queue.requeue_stale(conn, model_version)
 
 
 def retry_errors(conn: sqlite3.Connection) -> int:
     """Give every job in state `error` a fresh set of attempts."""
     with transaction(conn):
-        return conn.execute(
-            "UPDATE embed_jobs SET status = 'pending', attempts = 0, next_attempt_at = NULL WHERE status = 'error'"
-        ).rowcount
+        return queue.retry_errors(conn)
 
 
 def pending_count(conn: sqlite3.Connection) -> int:
     """Jobs waiting (including those waiting out a back-off)."""
-    return conn.execute("SELECT count(*) FROM embed_jobs WHERE status = 'pending'").fetchone()[0]
+    return queue.pending_count(conn)
 
 
 def _next_batch(conn: sqlite3.Connection, size: int, now: str) -> list[sqlite3.Row]:
     for level in LEVELS:
-        rows = conn.execute(
-            "SELECT id, level, owner_id, text_hash FROM embed_jobs WHERE status = 'pending' AND level = ? "
-            "AND (next_attempt_at IS NULL OR next_attempt_at <= ?) ORDER BY id DESC LIMIT ?",
-            (level, now, size),
-        ).fetchall()
+        rows = queue.next_jobs(conn, level, now, size)
         if rows:
             return rows
     return []
@@ -111,7 +102,7 @@ def _embed_each(embedder: Embedder, texts: list[str], deadline: float) -> tuple[
 def _store_batch(
     conn: sqlite3.Connection,
     config: Config,
-    jobs: list[sqlite3.Row],
+    batch: list[sqlite3.Row],
     texts: dict[int, str],
     results: dict[int, tuple[object | None, str | None]],
     now: datetime,
@@ -119,43 +110,26 @@ def _store_batch(
     """Write the batch's vectors and job states in one transaction."""
     stamp = _stamp(now)
     with transaction(conn):
-        for job in jobs:
+        for job in batch:
             level, owner = job["level"], job["owner_id"]
             text = texts.get(owner)
             if text is None:  # the owner is gone, or has nothing to embed
-                conn.execute("DELETE FROM embed_jobs WHERE id = ?", (job["id"],))
+                queue.drop_job(conn, job["id"])
                 continue
-            if conn.execute("SELECT 1 FROM embed_jobs WHERE id = ?", (job["id"],)).fetchone() is None:
+            attempts = queue.attempts_of(conn, job["id"])
+            if attempts is None:
                 continue  # while it was embedded, its owner was deleted (a rebuilt turn) or changed (a mirror)
             vector, error = results.get(job["id"], (None, None))
+            digest = text_hash(text)
             if vector is not None:
-                conn.execute(
-                    "INSERT INTO vectors (level, owner_id, model_name, model_version, text_hash, embedding, "
-                    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (level, owner_id, model_version) "
-                    "DO UPDATE SET text_hash = excluded.text_hash, embedding = excluded.embedding, "
-                    "created_at = excluded.created_at",
-                    (level, owner, config.embed_model, config.model_version, text_hash(text), _blob(vector), stamp),
-                )
+                model = (config.embed_model, config.model_version)
+                queue.put_vector(conn, level, owner, model, digest, _blob(vector), stamp)
             if error is None:
-                conn.execute(
-                    "DELETE FROM vectors WHERE level = ? AND owner_id = ? AND model_version != ?",
-                    (level, owner, config.model_version),
-                )
-                conn.execute(
-                    "UPDATE embed_jobs SET status = 'done', model_version = ?, attempts = 0, last_error = NULL, "
-                    "next_attempt_at = NULL, updated_at = ?, text_hash = CASE WHEN level = 'session' "
-                    "THEN text_hash ELSE ? END WHERE id = ?",
-                    (config.model_version, stamp, text_hash(text), job["id"]),
-                )
+                queue.job_done(conn, job["id"], level, owner, config.model_version, digest, stamp)
                 continue
-            attempts = conn.execute("SELECT attempts FROM embed_jobs WHERE id = ?", (job["id"],)).fetchone()
-            tries = (attempts[0] if attempts else 0) + 1
-            delay = timedelta(seconds=config.embed_retry_base_seconds * 2 ** (tries - 1))
-            conn.execute(
-                "UPDATE embed_jobs SET attempts = ?, last_error = ?, updated_at = ?, next_attempt_at = ?, "
-                "status = CASE WHEN ? >= ? THEN 'error' ELSE 'pending' END WHERE id = ?",
-                (tries, error, stamp, _stamp(now + delay), tries, config.embed_max_attempts, job["id"]),
-            )
+            tries = attempts + 1
+            retry_at = _stamp(now + timedelta(seconds=config.embed_retry_base_seconds * 2 ** (tries - 1)))
+            queue.job_failed(conn, job["id"], tries, error, stamp, retry_at, config.embed_max_attempts)
 
 
 def _blob(vector: object) -> bytes:
@@ -164,19 +138,6 @@ def _blob(vector: object) -> bytes:
     if isinstance(vector, bytes):
         return vector
     return np.asarray(vector, dtype="<f4").tobytes()
-
-
-def _vectors_by_hash(conn: sqlite3.Connection, hashes: list[str], version: str) -> dict[str, bytes]:
-    """Stored vectors (any level, this version) of texts with these hashes: an identical text is not
-    embedded twice (a turn's only chunk, a repeated message)."""
-    if not hashes:
-        return {}
-    marks = ",".join("?" * len(hashes))
-    rows = conn.execute(
-        f"SELECT text_hash, embedding FROM vectors WHERE text_hash IN ({marks}) AND model_version = ?",
-        [*hashes, version],
-    )
-    return {r[0]: r[1] for r in rows}
 
 
 def drain(
@@ -210,7 +171,8 @@ def drain(
         texts = {owner: text for owner, text in texts.items() if has_meaning(text)}  # the others get no vector
         hashes = {owner: text_hash(text) for owner, text in texts.items()}
         # A text embedded before (by this owner, or another with the same text) keeps its vector.
-        known = _vectors_by_hash(conn, list(set(hashes.values())), config.model_version)
+        # An identical text is not embedded twice (a turn's only chunk, a repeated message).
+        known = queue.vectors_by_hash(conn, list(set(hashes.values())), config.model_version)
         results: dict[int, tuple[object | None, str | None]] = {}
         todo = []
         for job in (j for j in jobs if j["owner_id"] in texts):
