@@ -33,6 +33,7 @@ NO_SQL = [
     "src/memex/web",
     "src/memex/context",
     "src/memex/embed/worker.py",
+    "src/memex/ingest/state.py",
     "src/memex/mirrors/build.py",
     "src/memex/mirrors/segments.py",
     "src/memex/doctor.py",

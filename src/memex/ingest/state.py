@@ -10,6 +10,8 @@ import sqlite3
 from dataclasses import dataclass, fields
 from typing import BinaryIO, NamedTuple
 
+from memex.store import streams
+
 # Bytes hashed at the head of the consumed part and just before the stop point: enough to tell an
 # append from a rewrite without reading the file again.
 HEAD_CHECK_BYTES = 1024
@@ -57,16 +59,7 @@ def is_append_of(handle: BinaryIO, size: int, state: StreamState) -> bool:
 
 def load_state(conn: sqlite3.Connection, session_id: str, agent_id: str) -> StreamState | None:
     """The stored progress of a stream, or None when it was never ingested."""
-    columns = ", ".join(_COLUMNS)
-    if agent_id:
-        row = conn.execute(
-            f"SELECT {columns} FROM subagent_sessions WHERE session_id = ? AND agent_id = ?",
-            (session_id, agent_id),
-        ).fetchone()
-    else:
-        row = conn.execute(
-            f"SELECT {columns} FROM sessions WHERE session_id = ? AND file_size IS NOT NULL", (session_id,)
-        ).fetchone()
+    row = streams.load(conn, session_id, agent_id, _COLUMNS)
     return StreamState(**dict(row)) if row else None
 
 
@@ -74,24 +67,8 @@ def save_state(
     conn: sqlite3.Connection, session_id: str, agent_id: str, transcript_path: str, state: StreamState, now: str
 ) -> None:
     """Record a stream's progress (the session row itself must exist)."""
-    values = [getattr(state, name) for name in _COLUMNS]
-    assignments = ", ".join(f"{name} = ?" for name in _COLUMNS)
-    if agent_id:
-        conn.execute(
-            "INSERT OR IGNORE INTO subagent_sessions (session_id, agent_id, transcript_path, updated_at) "
-            "VALUES (?, ?, ?, ?)",
-            (session_id, agent_id, transcript_path, now),
-        )
-        conn.execute(
-            f"UPDATE subagent_sessions SET transcript_path = ?, updated_at = ?, {assignments} "
-            "WHERE session_id = ? AND agent_id = ?",
-            [transcript_path, now, *values, session_id, agent_id],
-        )
-    else:
-        conn.execute(
-            f"UPDATE sessions SET transcript_path = ?, updated_at = ?, {assignments} WHERE session_id = ?",
-            [transcript_path, now, *values, session_id],
-        )
+    progress = {name: getattr(state, name) for name in _COLUMNS}
+    streams.save(conn, session_id, agent_id, transcript_path, progress, now)
 
 
 class StoredStream(NamedTuple):
@@ -105,12 +82,4 @@ class StoredStream(NamedTuple):
 
 def stored_streams(conn: sqlite3.Connection) -> dict[str, StoredStream]:
     """Every ingested transcript by its stored (real) path: one read for a whole `memex index` run."""
-    cursor = conn.cursor()
-    cursor.row_factory = None  # plain tuples: tens of thousands of rows
-    rows = cursor.execute(
-        "SELECT transcript_path, session_id, '' AS agent_id, file_size, file_mtime_ns FROM sessions "
-        "WHERE transcript_path IS NOT NULL AND file_size IS NOT NULL "
-        "UNION ALL SELECT transcript_path, session_id, agent_id, file_size, file_mtime_ns FROM subagent_sessions "
-        "WHERE file_size IS NOT NULL"
-    )
-    return {row[0]: StoredStream._make(row[1:]) for row in rows}
+    return {row[0]: StoredStream._make(row[1:]) for row in streams.every_stream(conn)}

@@ -1,0 +1,58 @@
+"""Queries of transcript streams' progress: where a session's main transcript (`sessions`) or one of its
+subagent transcripts (`subagent_sessions`) stopped, and what the file looked like then. What the columns
+mean is `memex.ingest.state.StreamState`'s."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+
+def load(conn: sqlite3.Connection, session_id: str, agent_id: str, columns: Sequence[str]) -> sqlite3.Row | None:
+    """The stored progress of a stream (these columns), or None when it was never ingested."""
+    listed = ", ".join(columns)
+    if agent_id:
+        return conn.execute(
+            f"SELECT {listed} FROM subagent_sessions WHERE session_id = ? AND agent_id = ?", (session_id, agent_id)
+        ).fetchone()
+    return conn.execute(
+        f"SELECT {listed} FROM sessions WHERE session_id = ? AND file_size IS NOT NULL", (session_id,)
+    ).fetchone()
+
+
+def save(
+    conn: sqlite3.Connection, session_id: str, agent_id: str, transcript_path: str, progress: dict[str, Any], now: str
+) -> None:
+    """Record a stream's progress (column -> value); the session row itself must exist."""
+    assignments = ", ".join(f"{name} = ?" for name in progress)
+    values = list(progress.values())
+    if agent_id:
+        conn.execute(
+            "INSERT OR IGNORE INTO subagent_sessions (session_id, agent_id, transcript_path, updated_at) "
+            "VALUES (?, ?, ?, ?)",
+            (session_id, agent_id, transcript_path, now),
+        )
+        conn.execute(
+            f"UPDATE subagent_sessions SET transcript_path = ?, updated_at = ?, {assignments} "
+            "WHERE session_id = ? AND agent_id = ?",
+            [transcript_path, now, *values, session_id, agent_id],
+        )
+    else:
+        conn.execute(
+            f"UPDATE sessions SET transcript_path = ?, updated_at = ?, {assignments} WHERE session_id = ?",
+            [transcript_path, now, *values, session_id],
+        )
+
+
+def every_stream(conn: sqlite3.Connection) -> Iterator[tuple[str, str, str, int, int]]:
+    """(transcript_path, session_id, agent_id, file_size, file_mtime_ns) of every ingested transcript, as
+    plain tuples (tens of thousands of rows, read once per `memex index` run)."""
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    yield from cursor.execute(
+        "SELECT transcript_path, session_id, '' AS agent_id, file_size, file_mtime_ns FROM sessions "
+        "WHERE transcript_path IS NOT NULL AND file_size IS NOT NULL "
+        "UNION ALL SELECT transcript_path, session_id, agent_id, file_size, file_mtime_ns FROM subagent_sessions "
+        "WHERE file_size IS NOT NULL"
+    )
