@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 
 from rich.console import Console
@@ -12,7 +12,10 @@ from rich.progress import (
     MofNCompleteColumn,
     Progress,
     ProgressColumn,
+    SpinnerColumn,
+    TaskID,
     TextColumn,
+    TimeElapsedColumn,
     TimeRemainingColumn,
 )
 from rich.text import Text
@@ -74,3 +77,33 @@ def byte_progress(console: Console, total: int, description: str) -> AbstractCon
 def count_progress(console: Console, total: int, description: str) -> AbstractContextManager[Progress]:
     """A progress bar over items (n/total, time left)."""
     return _progress(console, total, description, MofNCompleteColumn())
+
+
+@contextmanager
+def step_progress(console: Console) -> Iterator[Callable[[str, int, int | None], None]]:
+    """A callback `(step, done, total)` that shows the current step as a bar on the console (a terminal only,
+    from the first call): a pulsing bar while the step cannot be counted (`total` None), then n/total."""
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    )
+    with progress:
+        current: dict[str, TaskID] = {}  # the step shown, and its task
+
+        def update(step: str, done: int, total: int | None) -> None:
+            if step not in current:  # a new step: its own bar (and clock)
+                for task in current.values():
+                    progress.remove_task(task)
+                current.clear()
+                current[step] = progress.add_task(step, total=total, completed=done)
+                progress.refresh()  # shown now, not at the next tick
+            else:
+                progress.update(current[step], completed=done, total=total)
+
+        yield update
