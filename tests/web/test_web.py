@@ -152,6 +152,9 @@ def test_related_sessions(run, web: Browser) -> None:
     assert page.status == 200
     assert "memex find-related sessions" not in page.body
     assert re.search(r'<span class="score">\d\.\d{3}</span>', page.body)
+    assert re.search(r"score \d\.\d{3} = 0\.70 × shared \d\.\d{2} \+ 0\.30 × similarity \d\.\d{3}", page.body)
+    fewer = web.get(f"/s/{SUBAGENT_SESSION}/related?min_shared=400")
+    assert fewer.status == 200 and "No other session touched files" in fewer.body and "× similarity" not in fewer.body
 
 
 def test_forget_asks_then_forgets(web: Browser) -> None:

@@ -120,8 +120,14 @@ class Pages:
             session_id = memex.resolve_session(request.path_params["session"])
             if not memex.related_ready():  # computing the file vectors would write: the CLI does that once
                 return self.page("related.html", session_id=session_id, found=None)
-            found = memex.related_sessions(session_id, limit=_int(request.query_params.get("limit"), 10, "limit"))
-        return self.page("related.html", session_id=session_id, found=found)
+            params = request.query_params
+            found = memex.related_sessions(
+                session_id,
+                limit=_int(params.get("limit"), 10, "limit"),
+                min_shared=_int(params.get("min_shared"), 0, "min_shared", low=0),
+            )
+        weight = memex.config.related_shared_weight_pct / 100
+        return self.page("related.html", session_id=session_id, found=found, weight=weight)
 
     def forget_confirm(self, request: Request) -> Response:
         with self.memex() as memex:
