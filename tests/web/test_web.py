@@ -19,7 +19,8 @@ from memex.web.server import WebServer
 from webtools import HOSTILE, LONG_SESSION, MIRRORED, SUBAGENT_SESSION, Browser
 
 CODEX_ID = "019a802a-aab1-7c31-9831-d2510c7a74a2"
-ESCAPED = "&lt;script&gt;alert(&#34;pwned&#34;)&lt;/script&gt; &amp; &lt;b&gt;bold&lt;/b&gt;"
+# The hostile title as pages show it: plain text (its <b> formatting dropped), the rest escaped.
+ESCAPED = "&lt;script&gt;alert(&#34;pwned&#34;)&lt;/script&gt; &amp; bold"
 
 
 def session_links(body: str) -> set[str]:

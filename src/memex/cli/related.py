@@ -11,8 +11,8 @@ from rich.text import Text
 
 from memex.api import Memex
 from memex.cli.app import App
-from memex.cli.options import build_filters, filter_options, json_option
-from memex.cli.render import project_name, short_time, step_progress, subagent_label
+from memex.cli.options import build_filters, display_options, filter_options, json_option
+from memex.cli.render import project_name, step_progress, subagent_label, title_text
 from memex.errors import UserError
 from memex.related.centroids import stale_sessions
 from memex.results import Related
@@ -33,6 +33,7 @@ def related_group() -> None:
 
 
 def common_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    func = display_options(func)
     func = json_option(func)
     func = click.option(
         "--min-shared",
@@ -58,14 +59,15 @@ def sessions_command(app: App, session: str | None, limit: int, min_shared: int,
     if as_json:
         app.emit_json(found.to_json())
         return
-    print_header(app, found)
-    for number, hit in enumerate(found.results, 1):
-        app.out.print(result_head(number, hit))
-        if hit["title"]:
-            app.out.print(Text("   " + shorten(hit["title"], 100), style="bold"))
-        app.out.print(shared_line(hit))
-        app.out.print(score_line(hit, app.config.related_shared_weight_pct))
-        app.out.print()
+    with app.paged():
+        print_header(app, found)
+        for number, hit in enumerate(found.results, 1):
+            app.out.print(result_head(app, number, hit))
+            if hit["title"]:
+                app.out.print(Text("   " + title_text(hit["title"], 100), style="bold"))
+            app.out.print(shared_line(hit))
+            app.out.print(score_line(hit, app.config.related_shared_weight_pct))
+            app.out.print()
 
 
 @related_group.command("turns")
@@ -92,14 +94,19 @@ def turns_command(
         return
     for warning in found.warnings:
         app.say("warning", warning)
+    with app.paged():
+        print_turns(app, found)
+
+
+def print_turns(app: App, found: Related) -> None:
     print_header(app, found)
     for number, hit in enumerate(found.results, 1):
-        head = result_head(number, hit)
+        head = result_head(app, number, hit)
         count = len(hit["turns"])
         head.append(f"  {count} turn{'' if count == 1 else 's'}", style="dim")
         app.out.print(head)
         for turn in hit["turns"]:
-            line = Text(f"   › {short_time(turn['started_at'])} ", style="dim")
+            line = Text(f"   › {app.when(turn['started_at'])} ", style="dim")
             if turn["agent_id"]:
                 line.append(subagent_label(turn["agent_id"]) + " ", style="magenta")
             line.append(shorten(turn["prompt"], 110), style="default")
@@ -144,22 +151,22 @@ def print_header(app: App, found: Related) -> None:
     head = Text("Related to ", style="bold")
     head.append(session["session_id"][:8], style="cyan")
     head.append(
-        f"  {short_time(session['started_at'])} · {session['agent']} · {project_name(session['project_dir'])}"
+        f"  {app.when(session['started_at'])} · {session['agent']} · {project_name(session['project_dir'])}"
         f" · {session['file_count']} files",
         style="dim",
     )
     app.out.print(head)
     if session["title"]:
-        app.out.print(Text(shorten(session["title"], 100), style="dim"))
+        app.out.print(Text(title_text(session["title"], 100), style="dim"))
     app.out.print()
     if not found.results:
         app.err.print("No other session touched files to compare with (under these filters).")
 
 
-def result_head(number: int, hit: dict[str, Any]) -> Text:
+def result_head(app: App, number: int, hit: dict[str, Any]) -> Text:
     head = Text(f"{number}. ", style="bold")
     head.append(hit["session_id"][:8], style="cyan")
-    head.append(f"  {short_time(hit['started_at'])} · {hit['agent']} · {project_name(hit['project_dir'])}", style="dim")
+    head.append(f"  {app.when(hit['started_at'])} · {hit['agent']} · {project_name(hit['project_dir'])}", style="dim")
     head.append(f"  {hit['score']:.3f}", style="green")
     return head
 

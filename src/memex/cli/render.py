@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from datetime import UTC, datetime
 
 from rich.console import Console
 from rich.progress import (
@@ -20,12 +21,34 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from memex.textutil import plain_title, shorten
 
-def short_time(timestamp: str | None) -> str:
-    """`2026-05-03 00:20` from a stored timestamp (UTC)."""
+
+def short_time(timestamp: str | None, utc: bool = False) -> str:
+    """A stored timestamp (UTC) in local time with its zone, `2026-05-03 02:20 CEST` (the zone's offset,
+    `+0530`, where it has no abbreviation), or in UTC: `2026-05-03 00:20 UTC`."""
     if not timestamp:
         return "—"
-    return timestamp[:16].replace("T", " ")
+    try:
+        moment = datetime.fromisoformat(timestamp)
+    except ValueError:
+        return timestamp[:16].replace("T", " ")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    moment = moment.astimezone(UTC if utc else None)
+    zone = moment.strftime("%Z")
+    if not zone or zone.lstrip("+-").isdigit():  # `+03` or nothing: the offset says more
+        zone = moment.strftime("%z")
+    return f"{moment:%Y-%m-%d %H:%M} {zone}"
+
+
+def title_text(title: str | None, limit: int | None = None, empty: str = "—") -> str:
+    """A session's title as plain text on one line (Markdown dropped: titles stored before memex did so at
+    ingest, or received from another computer, may hold it), cut to `limit` characters."""
+    plain = plain_title(title) if title else ""
+    if not plain:
+        return empty
+    return shorten(plain, limit) if limit else plain
 
 
 def project_name(project_dir: str | None) -> str:

@@ -46,10 +46,10 @@ def related_sessions(
     refresh_patterns(conn, config, on_progress)
     query = _query_session(conn, config, session_id)
     mine = _file_weights(conn, config, "t.session_id", [session_id]).get(session_id, {})
-    rare = rarity(conn, config, list(mine))
     others = dataclasses.replace(filters, exclude_session=session_id)
     ids, matrix = _session_centroids(conn, config, others, len(query["vector"]))
-    chosen = _rank(ids, matrix @ query["vector"], mine, rare, config, min_shared)[:limit]
+    rare = rarity(conn, config, list(mine), _all_sessions(filters, ids))
+    chosen = _rank(ids, matrix @ query["vector"], mine, rare, config, min_shared, limit)
     files = _file_weights(conn, config, "t.session_id", [sid for sid, _, _, _ in chosen])
     info = _sessions_info(conn, [sid for sid, _, _, _ in chosen])
     results = [
@@ -85,12 +85,12 @@ def related_turns(
     target = mean_direction(recent)
     recent_list = [int(t) for t in recent_ids]
     mine = _merge(_file_weights(conn, config, "t.id", recent_list), recent_list)
-    rare = rarity(conn, config, list(mine))
     # Stage 1: the candidate sessions with the best combined score against what the session is doing now.
     others = dataclasses.replace(filters, exclude_session=session_id)
     ids, matrix = _session_centroids(conn, config, others, len(target))
-    ranked = _rank(ids, matrix @ target, mine, rare, config, min_shared)
-    candidates = [sid for sid, _, _, _ in ranked[: config.related_candidate_sessions]]
+    rare = rarity(conn, config, list(mine), _all_sessions(filters, ids))
+    ranked = _rank(ids, matrix @ target, mine, rare, config, min_shared, config.related_candidate_sessions)
+    candidates = [sid for sid, _, _, _ in ranked]
     # Stage 2: windows of consecutive turn centroids in each candidate, scored like sessions.
     windows: list[tuple[str, list[int], float]] = []
     for sid, (turn_ids, vectors) in _turn_centroids(conn, config, candidates).items():
@@ -127,21 +127,44 @@ def related_turns(
     }
 
 
+def _all_sessions(filters: Filters, ids: list[str]) -> int | None:
+    """The number of sessions with a centroid when `ids` are all of them but the query's (no filter), so the
+    rarity needs not count them again; None otherwise."""
+    return len(ids) + 1 if filters == Filters() else None
+
+
 def _rank(
-    ids: list[str], similarity: np.ndarray, mine: dict[str, float], rare: Rarity, config: Config, min_shared: int
+    ids: list[str],
+    similarity: np.ndarray,
+    mine: dict[str, float],
+    rare: Rarity,
+    config: Config,
+    min_shared: int,
+    limit: int,
 ) -> list[tuple[str, float, float, float]]:
-    """(session, score, similarity, shared) of every session sharing at least `min_shared` of `mine`, best
-    first: those sharing a file of some rarity, then the rest, each by the combined score."""
+    """The `limit` best (session, score, similarity, shared) among `ids` sharing at least `min_shared` of
+    `mine`: those sharing a file of some rarity first, then the rest, each by the combined score (then id).
+    Vectorised: only the sessions that share a file are visited one by one."""
+    weights = {path: rare.weight(path) for path in mine}
+    total = sum(weights.values())
     sharing = rare.sharing()
-    ranked = []
-    for position, sid in enumerate(ids):
-        theirs = sharing.get(sid, set())
-        if len(theirs) < min_shared:
-            continue
-        shared = rare.shared(mine, theirs)
-        ranked.append((sid, combined(shared, float(similarity[position]), config), float(similarity[position]), shared))
-    ranked.sort(key=lambda item: (not order_key(item[3], item[1])[0], -item[1], item[0]))
-    return ranked
+    shared = np.zeros(len(ids))
+    counts = np.zeros(len(ids), dtype=np.int64)
+    for i, sid in enumerate(ids):
+        files = sharing.get(sid)
+        if files:
+            counts[i] = len(files)
+            shared[i] = sum(weights[path] for path in files) / total if total > 0 else 0.0
+    weight = config.related_shared_weight_pct / 100  # rarity.combined, for every session at once
+    scores = weight * shared + (1.0 - weight) * similarity.astype(np.float64)
+    allowed = counts >= min_shared
+    # The best `limit` of each group (sharing a file of some rarity, or not), then those few in order.
+    pool = [
+        group[_top(scores[group], limit)]
+        for group in (np.flatnonzero(allowed & (shared > 0)), np.flatnonzero(allowed & (shared <= 0)))
+    ]
+    chosen = sorted(np.concatenate(pool).tolist(), key=lambda i: (shared[i] <= 0, -scores[i], ids[i]))[:limit]
+    return [(ids[i], float(scores[i]), float(similarity[i]), float(shared[i])) for i in chosen]
 
 
 def _explained(

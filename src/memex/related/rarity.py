@@ -59,14 +59,16 @@ class Rarity:
         return found
 
 
-def rarity(conn: sqlite3.Connection, config: Config, paths: Sequence[str]) -> Rarity:
+def rarity(conn: sqlite3.Connection, config: Config, paths: Sequence[str], sessions: int | None = None) -> Rarity:
     """The rarity of `paths` (counted files) over the whole store, whatever filters a search has: how rare a
-    file is does not depend on which results one asks for."""
+    file is does not depend on which results one asks for. `sessions`: N when the caller knows it."""
     condition, params = counted_tools_sql()
-    version = config.resource_model_version
-    total = conn.execute(
-        "SELECT count(*) FROM session_access_patterns WHERE embedding IS NOT NULL AND model_version = ?", (version,)
-    ).fetchone()[0]
+    total = sessions
+    if total is None:
+        total = conn.execute(
+            "SELECT count(*) FROM session_access_patterns WHERE embedding IS NOT NULL AND model_version = ?",
+            (config.resource_model_version,),
+        ).fetchone()[0]
     rows = conn.execute(
         "SELECT DISTINCT fm.file_path, fm.session_id FROM file_mentions fm "
         f"WHERE fm.file_path IN (SELECT value FROM json_each(?)) AND {condition}",
