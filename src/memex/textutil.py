@@ -65,6 +65,24 @@ def shorten(text: str, limit: int) -> str:
     return flat[: clear_cut(flat, max(0, limit - 1))].rstrip() + "…"
 
 
+def display_time(timestamp: str | None, utc: bool = False) -> str:
+    """A stored timestamp (UTC) in local time with its zone, `2026-05-03 02:20 CEST` (the zone's offset,
+    `+0530`, where it has no abbreviation), or in UTC: `2026-05-03 00:20 UTC`; `—` for none."""
+    if not timestamp:
+        return "—"
+    try:
+        moment = datetime.fromisoformat(timestamp)
+    except ValueError:
+        return timestamp[:16].replace("T", " ")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    moment = moment.astimezone(UTC if utc else None)
+    zone = moment.strftime("%Z")
+    if not zone or zone.lstrip("+-").isdigit():  # `+03` or nothing: the offset says more
+        zone = moment.strftime("%z")
+    return f"{moment:%Y-%m-%d %H:%M} {zone}"
+
+
 def normalize_timestamp(value: object) -> str | None:
     """An ISO-8601 UTC timestamp with milliseconds (`2026-05-03T00:20:03.895Z`), or None if unreadable.
 

@@ -26,7 +26,8 @@ import pytest
 from corpus import CODEX_SHORT
 from memex.cli.main import cli
 from memex.cli.pager import DEFAULT_PAGER, pager_command
-from memex.textutil import plain_title
+from memex.textutil import display_time, plain_title
+from memex.web.render import short_time as web_time
 
 CODEX_ID = "019a802a-aab1-7c31-9831-d2510c7a74a2"
 MEMEX = Path(sys.executable).parent / "memex"
@@ -107,6 +108,27 @@ def paris(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
     monkeypatch.undo()
     time.tzset()
+
+
+@pytest.mark.parametrize(
+    "zone, summer, winter",
+    [
+        ("Europe/Paris", "2026-07-01 02:20 CEST", "2026-01-01 01:20 CET"),
+        ("Asia/Kolkata", "2026-07-01 05:50 IST", "2026-01-01 05:50 IST"),
+        ("America/Sao_Paulo", "2026-06-30 21:20 -0300", "2025-12-31 21:20 -0300"),  # no abbreviation: the offset
+    ],
+)
+def test_display_time_in_a_zone(zone: str, summer: str, winter: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
+    try:
+        assert display_time("2026-07-01T00:20:03.895Z") == web_time("2026-07-01T00:20:03.895Z") == summer
+        assert display_time("2026-01-01T00:20:00.000Z") == winter
+        assert display_time("2026-07-01T00:20:03.895Z", utc=True) == "2026-07-01 00:20 UTC"
+        assert display_time(None) == "—" and display_time("not a time") == "not a time"
+    finally:
+        monkeypatch.undo()
+        time.tzset()
 
 
 def test_times_are_local_with_their_zone_or_utc(run, home: Path, tmp_path: Path, paris: None) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from datetime import UTC, datetime
 
 from rich.console import Console
 from rich.progress import (
@@ -21,25 +20,12 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from memex.textutil import plain_title, shorten
+from memex.textutil import display_time, plain_title, shorten
 
 
 def short_time(timestamp: str | None, utc: bool = False) -> str:
-    """A stored timestamp (UTC) in local time with its zone, `2026-05-03 02:20 CEST` (the zone's offset,
-    `+0530`, where it has no abbreviation), or in UTC: `2026-05-03 00:20 UTC`."""
-    if not timestamp:
-        return "—"
-    try:
-        moment = datetime.fromisoformat(timestamp)
-    except ValueError:
-        return timestamp[:16].replace("T", " ")
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    moment = moment.astimezone(UTC if utc else None)
-    zone = moment.strftime("%Z")
-    if not zone or zone.lstrip("+-").isdigit():  # `+03` or nothing: the offset says more
-        zone = moment.strftime("%z")
-    return f"{moment:%Y-%m-%d %H:%M} {zone}"
+    """A stored timestamp as shown: local time with its zone, or UTC (memex.textutil.display_time)."""
+    return display_time(timestamp, utc)
 
 
 def title_text(title: str | None, limit: int | None = None, empty: str = "—") -> str:

@@ -222,8 +222,8 @@ def build_server(config: Config) -> tuple[MCPServer[Any], Door]:
         "project this server runs in, normally the current one). kind='sessions': sessions that worked on its "
         "files, those sharing rare files first, each with session_id, agent, project_dir, title, started_at, "
         "score (combines shared_score, the rarity-weighted share of its files in common, with similarity, how "
-        "alike the file paths read), shared_count, shared_files, shared ([{path, sessions}]: how many sessions "
-        "touched each file; fewer is more telling), files. kind='turns': "
+        "alike the file paths read), shared_count, shared_files, shared ([{path, sessions}]: how many sessions, "
+        "this one included, touched each file; fewer is more telling), files. kind='turns': "
         "stretches of consecutive turns of other sessions that worked on the files of its last `window` "
         "turns, each with turns (turn_id, agent_id, started_at, prompt), files, shared_files, score. Returns "
         "{session, results, warnings, offset, next_offset}. Use before changing files another session changed.",

@@ -144,7 +144,7 @@ def _rank(
 ) -> list[tuple[str, float, float, float]]:
     """The `limit` best (session, score, similarity, shared) among `ids` sharing at least `min_shared` of
     `mine`: those sharing a file of some rarity first, then the rest, each by the combined score (then id).
-    Vectorised: only the sessions that share a file are visited one by one."""
+    One pass over the sessions for their shared part; the scores and the choice of the best are numpy's."""
     weights = {path: rare.weight(path) for path in mine}
     total = sum(weights.values())
     sharing = rare.sharing()
