@@ -14,6 +14,8 @@ MIRRORED = "feedface-0000-4000-8000-000000000001"
 LONG_SESSION = "10001000-0000-4000-8000-000000000001"
 LONG_ANSWER = "\n".join(f"line {n} of a long build log" for n in range(300)) + "\nTAIL-MARKER"
 HOSTILE = '<script>alert("pwned")</script> & <b>bold</b>'
+# How a page shows it: as text, a title's formatting tags dropped (a plain-text title), the rest escaped.
+HOSTILE_SHOWN = '<script>alert("pwned")</script> & bold'
 
 
 @dataclasses.dataclass

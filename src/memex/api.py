@@ -51,7 +51,8 @@ if TYPE_CHECKING:
     from memex.store.forget import Target
     from memex.sync.heartbeat import ComputerInfo
 
-ProgressFn = Callable[[int, int], None]
+# find-related's steps for a progress bar: (the step, done, total; None while it cannot be counted).
+ProgressFn = Callable[[str, int, int | None], None]
 
 
 @dataclass
@@ -517,15 +518,22 @@ class Memex:
         return store_writable(self.config.db_path)
 
     def related_sessions(
-        self, session_id: str, filters: Filters | None = None, limit: int = 10, progress: ProgressFn | None = None
+        self,
+        session_id: str,
+        filters: Filters | None = None,
+        limit: int = 10,
+        progress: ProgressFn | None = None,
+        min_shared: int = 0,
     ) -> Related:
-        """Sessions whose files resemble `session_id`'s most, with the files they share."""
+        """Sessions that worked on `session_id`'s files, those sharing rare files first (at least `min_shared`
+        files in common), each with its score and the files behind it (memex.related.rarity)."""
         from memex.related import related_sessions
         from memex.results import Related
 
-        return Related.from_json(
-            related_sessions(self.conn, self.config, session_id, filters or Filters(), limit, progress)
+        found = related_sessions(
+            self.conn, self.config, session_id, filters or Filters(), limit, progress, min_shared=min_shared
         )
+        return Related.from_json(found)
 
     def related_turns(
         self,
@@ -534,14 +542,17 @@ class Memex:
         limit: int = 10,
         window: int | None = None,
         progress: ProgressFn | None = None,
+        min_shared: int = 0,
     ) -> Related:
         """Stretches of `window` turns (default: related_window_turns) in other sessions that worked on the
-        files of `session_id`'s last turns."""
+        files of `session_id`'s last turns (at least `min_shared` of them), scored like related_sessions."""
         from memex.related import related_turns
         from memex.results import Related
 
         size = window or self.config.related_window_turns
-        found = related_turns(self.conn, self.config, session_id, filters or Filters(), limit, size, progress)
+        found = related_turns(
+            self.conn, self.config, session_id, filters or Filters(), limit, size, progress, min_shared=min_shared
+        )
         return Related.from_json(found)
 
     # --- the store and the computers -------------------------------------------------------------------

@@ -181,6 +181,12 @@ class RelatedSettings:
     # At most this many (non-overlapping) windows of one session in the results, so one long session
     # cannot fill the page with near-identical stretches.
     related_windows_per_session: int = 2
+    # A result's score is this percentage of its rarity-weighted share of the session's files plus the rest
+    # of its centroid similarity (memex.related.rarity). The centroids of one project's sessions all score
+    # 0.85–0.96, so the files in common must decide among those that share some: at 70, sharing 5% more of
+    # the session's distinctive files outweighs that whole band; the similarity orders near-equal sharers
+    # and the sessions that share nothing (bench/related_order.py shows the orderings).
+    related_shared_weight_pct: int = 70
     # Shared files listed as the reason of a result (the rest is counted).
     related_reason_files: int = 5
     # A result turn's prompt is cut to this many characters (JSON included: an agent reads it).
@@ -192,9 +198,6 @@ class RelatedSettings:
     # then holds the write lock for well under a second at a time, so a Stop hook (5 s busy timeout) never
     # gives up waiting for it, and an interrupted run keeps what it finished.
     related_refresh_batch_sessions: int = 500
-    # The first `find-related` shows a progress bar (on a terminal) when at least this many paths wait to be
-    # embedded: ~1 s of work at ~40 paths per second, the point where silence looks like a hang.
-    related_progress_min_paths: int = 40
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -403,6 +406,7 @@ INT_RANGES: dict[str, tuple[int, int | None]] = {
     "related_prompt_chars": (1, None),
     "related_path_max_chars": (1, None),
     "related_refresh_batch_sessions": (1, None),
+    "related_shared_weight_pct": (0, 100),
     "hooks_enabled": _FLAG,
     "hook_timeout_s": (1, 3_600),
     "hook_ingest_timeout_s": (1, 3_600),

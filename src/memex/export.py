@@ -18,6 +18,7 @@ from memex.errors import UserError
 from memex.mirrors.build import build_mirror, get_mirror, redact_mirror
 from memex.mirrors.model import LABELS, Mirror
 from memex.store.queries import get_session, is_indexed
+from memex.textutil import plain_title
 
 FORMATS = ("md", "json", "html")
 
@@ -76,7 +77,7 @@ def _meta_line(item: Conversation) -> str:
 
 
 def to_markdown(item: Conversation) -> str:
-    lines = [f"# {item.title or 'Untitled session'}", "", f"_{_meta_line(item)}_", ""]
+    lines = [f"# {plain_title(item.title or '') or 'Untitled session'}", "", f"_{_meta_line(item)}_", ""]
     for message in item.messages:
         label = LABELS[message["role"]]
         when = f" · {message['timestamp']}" if message["timestamp"] else ""
@@ -98,7 +99,7 @@ _CSS = (
 
 def to_html(item: Conversation) -> str:
     """A page with no script and no remote resource; every piece of the transcript is escaped."""
-    title = html.escape(item.title or "Untitled session")
+    title = html.escape(plain_title(item.title or "") or "Untitled session")
     parts = [
         "<!doctype html>",
         '<html><head><meta charset="utf-8">',

@@ -65,6 +65,24 @@ def shorten(text: str, limit: int) -> str:
     return flat[: clear_cut(flat, max(0, limit - 1))].rstrip() + "…"
 
 
+def display_time(timestamp: str | None, utc: bool = False) -> str:
+    """A stored timestamp (UTC) in local time with its zone, `2026-05-03 02:20 CEST` (the zone's offset,
+    `+0530`, where it has no abbreviation), or in UTC: `2026-05-03 00:20 UTC`; `—` for none."""
+    if not timestamp:
+        return "—"
+    try:
+        moment = datetime.fromisoformat(timestamp)
+    except ValueError:
+        return timestamp[:16].replace("T", " ")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    moment = moment.astimezone(UTC if utc else None)
+    zone = moment.strftime("%Z")
+    if not zone or zone.lstrip("+-").isdigit():  # `+03` or nothing: the offset says more
+        zone = moment.strftime("%z")
+    return f"{moment:%Y-%m-%d %H:%M} {zone}"
+
+
 def normalize_timestamp(value: object) -> str | None:
     """An ISO-8601 UTC timestamp with milliseconds (`2026-05-03T00:20:03.895Z`), or None if unreadable.
 
@@ -114,3 +132,45 @@ def parse_when(value: str, *, end_of_day: bool = False, now: datetime | None = N
     if result is None:
         raise ValueError(f"cannot read {value!r} as a date: use 2026-05-01, 2026-05-01T14:00, 7d, 12h or 2w")
     return result
+
+
+# Markdown and HTML in a title (`plain_title`). A title is often a prompt's first words, written in
+# Markdown; on a terminal, a web page or a list of sessions those marks are noise. Conservative on purpose:
+# `snake_case`, `__init__.py`, `a * b`, `Vec<String>` and `#123` are text, not marks.
+_FENCE = re.compile(r"(?:```|~~~)[\w+#.-]*")  # a code fence and the language named after it
+_HEADING = re.compile(r"(?:^|(?<=\s))#{1,6}(?=\s|$|…)", re.MULTILINE)
+_QUOTE_OR_BULLET = re.compile(r"^[ \t]{0,3}(?:>[ \t]?|[-*+][ \t]+)+", re.MULTILINE)
+_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
+_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)|\[([^\]]+)\]\[[^\]]*\]")
+_AUTOLINK = re.compile(r"<((?:https?|mailto):[^<>\s]+)>")
+# Tags that format text (Markdown allows inline HTML) and custom ones with a hyphen, as Claude Code wraps a
+# slash command's prompt in (`<command-name>/init</command-name>`). Others stay: a title asking why a
+# `<script>` tag breaks a page is about that tag.
+_TAG_NAME = (
+    r"(?:[a-z][a-z0-9]*-[a-z0-9-]+"
+    r"|b|i|u|s|em|strong|code|kbd|mark|sup|sub|small|br|hr|p|span|div|a|img|details|summary)"
+)
+_TAG = re.compile(rf"</{_TAG_NAME}\s*>|(?<![\w<])<{_TAG_NAME}(?:\s[^<>]*)?/?>")
+_CODE = re.compile(r"(`+)(.+?)\1")
+_STARS = re.compile(r"(?<![\w*\\])(\*{1,3}|~~)(?=\S)(.+?)(?<=[^\s\\])\1(?![\w*])")
+_UNDERSCORES = re.compile(r"(?<![\w\\])(_{1,3})(?=[^\s_])(.+?)(?<=[^\s_\\])\1(?=[\s,;:!?)]|$)")
+_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!<>~|])")
+
+
+def plain_title(text: str) -> str:
+    """A title as plain text on one line: Markdown headings, emphasis, code marks, links (their text kept),
+    images (their alt text kept), quotes, bullets and formatting HTML tags removed (`## Fix **the** [cart](x)` →
+    `Fix the cart`). Works on a prompt's lines and on a title already flattened to one line."""
+    text = _FENCE.sub(" ", text)
+    text = _QUOTE_OR_BULLET.sub("", text)
+    text = _HEADING.sub("", text)
+    text = _IMAGE.sub(r"\1", text)
+    text = _LINK.sub(lambda m: m.group(1) or m.group(2), text)
+    text = _AUTOLINK.sub(r"\1", text)
+    text = _TAG.sub(" ", text)
+    text = _CODE.sub(lambda m: m.group(2).strip(), text)
+    for _ in range(2):  # `***both***`, `**_nested_**`
+        text = _STARS.sub(r"\2", text)
+        text = _UNDERSCORES.sub(r"\2", text)
+    text = _ESCAPE.sub(r"\1", text)
+    return " ".join(text.split())

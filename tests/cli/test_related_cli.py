@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import json
+import re
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
+from memex.cli.render import step_progress
+from memex.related.resources import COMPUTING_CENTROIDS, EMBEDDING_PATHS, LOADING_MODEL
 from transcripts import ClaudeSession, Clock, files_turn, simple_turn
 
 CART = "aaaaaaaa-0000-0000-0000-000000000001"
@@ -46,6 +51,18 @@ def test_sessions_json(run, shop: Path) -> None:
     first = found["results"][0]
     assert first["session_id"] == CART_AGAIN and first["shared_files"] == ["src/cart/discount.py", "src/cart/total.py"]
     assert set(first) >= {"agent", "project_dir", "title", "started_at", "score", "file_count", "files", "shared_count"}
+    # Each result explains its score: the shared part, the similarity, the files with their sessions.
+    assert first["shared_score"] == 1.0 and 0 < first["similarity"] <= 1
+    assert first["score"] == pytest.approx(0.7 * first["shared_score"] + 0.3 * first["similarity"], abs=2e-4)
+    assert first["shared"] == [
+        {"path": "src/cart/discount.py", "sessions": 2},
+        {"path": "src/cart/total.py", "sessions": 2},
+    ]
+    other = found["results"][1]
+    assert (other["session_id"], other["shared_count"], other["shared_score"], other["shared"]) == (AUTH, 0, 0.0, [])
+    only = as_json(run("find-related", "sessions", CART, "--min-shared", "1", "--json"))["results"]
+    assert [hit["session_id"] for hit in only] == [CART_AGAIN]
+    assert as_json(run("find-related", "turns", CART, "--min-shared", "3", "--json"))["results"] == []
     assert CART not in {hit["session_id"] for hit in found["results"]}
     assert IDLE not in {hit["session_id"] for hit in found["results"]}  # no file: nothing to compare
     assert len(as_json(run("find-related", "sessions", CART, "--limit", "1", "--json"))["results"]) == 1
@@ -73,18 +90,19 @@ def test_turns_json_and_the_fewer_than_window_warning(run, shop: Path) -> None:
     result = run("find-related", "turns", CART, "--window", "2")
     assert result.exit_code == 0 and "fewer than the window of 2" in result.stderr
     assert "bbbbbbbb" in result.stdout and "discounts stack" in result.stdout
-    assert "shared (2): src/cart/discount.py, src/cart/total.py" in result.stdout
+    assert "shared (2): src/cart/discount.py (2 sessions), src/cart/total.py (2 sessions)" in result.stdout
+    assert re.search(r"score 0\.\d{3} = 0\.70 × shared 1\.00 \+ 0\.30 × similarity 0\.\d{3}", result.stdout)
 
 
 def test_terminal_output_and_quiet_progress(run, shop: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MEMEX_RELATED_PROGRESS_MIN_PATHS", "1")  # a bar would show, were stderr a terminal
-    result = run("find-related", "sessions", CART)
+    result = run("find-related", "sessions", CART)  # the first: paths embedded, a bar were stderr a terminal
     assert result.exit_code == 0 and result.stderr == ""
     lines = result.stdout.splitlines()
     assert lines[0].startswith("Related to aaaaaaaa") and "2 files" in lines[0]
     assert lines[1] == "the total is wrong"  # its title
     assert [line[:11] for line in lines if line[:1].isdigit()] == ["1. bbbbbbbb", "2. dddddddd"]
-    assert "shared (2): src/cart/discount.py, src/cart/total.py" in result.stdout
+    assert "shared (2): src/cart/discount.py (2 sessions), src/cart/total.py (2 sessions)" in result.stdout
+    assert re.search(r"score 0\.\d{3} = 0\.70 × shared 1\.00 \+ 0\.30 × similarity 0\.\d{3}", result.stdout)
     assert "no file in common; nearest by name: src/auth/login.py" in result.stdout
 
 
@@ -116,3 +134,21 @@ def test_no_session_in_this_project(run, shop: Path, tmp_path: Path, monkeypatch
 def test_before_indexing(run) -> None:
     result = run("find-related", "sessions", "abc")
     assert result.exit_code == 2 and "run `memex index` first" in result.stderr
+
+
+def test_each_step_shows_on_a_terminal_from_its_start() -> None:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=100, color_system=None)
+    with step_progress(console) as update:
+        update(LOADING_MODEL, 0, None)  # nothing to count yet: the bar pulses
+        assert LOADING_MODEL in out.getvalue() and EMBEDDING_PATHS not in out.getvalue()
+        update(EMBEDDING_PATHS, 0, 120)
+        update(EMBEDDING_PATHS, 60, 120)
+        update(COMPUTING_CENTROIDS, 0, 4)
+    shown = out.getvalue()
+    assert shown.index(LOADING_MODEL) < shown.index(EMBEDDING_PATHS) < shown.index(COMPUTING_CENTROIDS)
+    assert "0/120" in shown
+    quiet = io.StringIO()
+    with step_progress(Console(file=quiet)) as update:  # not a terminal: nothing at all
+        update(LOADING_MODEL, 0, None)
+    assert quiet.getvalue() == ""

@@ -6,6 +6,7 @@ and three real Codex rollouts of one project. Few distinct paths, so the model e
 
 from __future__ import annotations
 
+import math
 import shutil
 from pathlib import Path
 
@@ -18,7 +19,15 @@ from memex.config import Config
 from memex.ingest.indexer import discover, index_transcripts
 from memex.related import refresh_patterns, related_sessions, related_turns
 from memex.related.centroids import compute_centroids
-from memex.related.resources import counts, resource_text
+from memex.related.rarity import Rarity
+from memex.related.resources import (
+    COMPUTING_CENTROIDS,
+    EMBEDDING_PATHS,
+    FINDING_PATHS,
+    LOADING_MODEL,
+    counts,
+    resource_text,
+)
 from memex.related.windows import best_windows
 from memex.store.db import transaction
 from memex.store.queries import Filters
@@ -159,9 +168,16 @@ def test_real_codex_sessions_of_one_project(tmp_path: Path, config: Config, conn
 
 
 def test_a_path_is_embedded_once_across_sessions(store, conn, config: Config) -> None:
-    progress: list[tuple[int, int]] = []
-    first = refresh_patterns(conn, config, on_progress=lambda done, total: progress.append((done, total)))
-    assert progress[-1] == (7, 7) and all(total == 7 for _, total in progress)
+    progress: list[tuple[str, int, int | None]] = []
+    first = refresh_patterns(conn, config, on_progress=lambda step, done, total: progress.append((step, done, total)))
+    # Every step is told from its start: the paths to find, the model loading (nothing to count yet), the
+    # paths embedded batch by batch, the sessions' centroids.
+    steps = list(dict.fromkeys(step for step, _, _ in progress))
+    assert steps == [FINDING_PATHS, LOADING_MODEL, EMBEDDING_PATHS, COMPUTING_CENTROIDS]
+    assert progress[0] == (FINDING_PATHS, 0, None)
+    embedding = [(done, total) for step, done, total in progress if step == EMBEDDING_PATHS]
+    assert embedding[0] == (0, 7) and embedding[-1] == (7, 7)
+    assert progress[-1] == (COMPUTING_CENTROIDS, 4, 4)
     # Seven distinct paths in four sessions; total.py and discount.py are touched by two sessions each.
     assert first.embedded == count(conn, "resource_embeddings") == 7
     assert first.sessions == 4 and first.turns == 5
@@ -223,6 +239,81 @@ def test_filters_and_no_candidates(store, conn, config: Config) -> None:
     assert related_sessions(conn, config, CART, Filters(agent="codex"), limit=5)["results"] == []
     assert related_sessions(conn, config, CART, Filters(project="elsewhere"), limit=5)["results"] == []
     assert len(related_sessions(conn, config, CART, Filters(project="shop"), limit=2)["results"]) == 2
+
+
+# --- the combined score: files in common, weighted by rarity, then the centroids ----------------------------
+
+NEAR_BY_NAME = "ffffffff-0000-0000-0000-000000000006"
+ONE_SHARED = "99999999-0000-0000-0000-000000000007"
+
+
+def test_rarity_weighs_a_file_by_the_sessions_that_touched_it() -> None:
+    rare = Rarity(4, {"README.md": frozenset("abcd"), "src/a.py": frozenset("ab"), "src/b.py": frozenset("a")})
+    assert rare.weight("README.md") == 0.0  # every session touched it: it says nothing
+    assert rare.weight("src/a.py") == pytest.approx(math.log(2))
+    assert rare.weight("src/b.py") == pytest.approx(math.log(4)) and rare.weight("unknown.py") == 0.0
+    mine = ["README.md", "src/a.py", "src/b.py"]
+    assert rare.shared(mine, ["README.md"]) == 0.0  # sharing only the file everyone has weighs nothing
+    assert rare.shared(mine, ["src/a.py"]) == pytest.approx(math.log(2) / math.log(8))
+    assert rare.shared(mine, ["src/a.py", "README.md"]) == rare.shared(mine, ["src/a.py"])
+    assert rare.shared(mine, mine) == pytest.approx(1.0)
+    assert rare.sharing() == {s: ({"README.md", "src/a.py"} if s == "b" else {"README.md"}) for s in "bcd"} | {
+        "a": set(mine)
+    }
+
+
+def add_rarity_sessions(store: dict[str, ClaudeSession]) -> None:
+    """Two more sessions: one whose paths read like the cart's but are other files, one that shares a single
+    cart file with a spread of unrelated work; and a README every session opens."""
+    folder = store[CART].path.parent
+    near = ClaudeSession(folder / f"{NEAR_BY_NAME}.jsonl", NEAR_BY_NAME, cwd="/home/dev/shop")
+    files_turn(near, "cart view", reads=("src/shop/cart/discount_view.py",), edits=("src/shop/cart/total_view.py",))
+    one = ClaudeSession(folder / f"{ONE_SHARED}.jsonl", ONE_SHARED, cwd="/home/dev/shop")
+    files_turn(one, "release", reads=("tests/cart/test_total.py",), edits=("deploy/helm/values.yaml",))
+    files_turn(one, "ci", edits=(".github/workflows/release.yml", "scripts/publish.sh"))
+    for session in (*store.values(), near, one):
+        files_turn(session, "readme", reads=("README.md",))
+
+
+def test_sessions_sharing_files_come_first_and_a_file_everyone_has_adds_nothing(store, conn, config: Config) -> None:
+    add_rarity_sessions(store)
+    index(config, conn, store[CART].path.parent)
+    found = related_sessions(conn, config, CART, Filters(), limit=10)
+    hits = {hit["session_id"]: hit for hit in found["results"]}
+    order = [hit["session_id"] for hit in found["results"]]
+    # The two sessions that share cart files come first, the one sharing two ahead of the one sharing one ...
+    assert order[:2] == [CART_AGAIN, ONE_SHARED]
+    # ... though the session whose paths only read like the cart's is nearer by centroid than the second.
+    assert hits[NEAR_BY_NAME]["similarity"] > hits[ONE_SHARED]["similarity"]
+    assert hits[NEAR_BY_NAME]["shared_count"] == 1  # the README, which every session touched
+    for sid in (NEAR_BY_NAME, DOCS, AUTH):
+        assert hits[sid]["shared_score"] == 0.0
+        assert hits[sid]["score"] == pytest.approx(0.3 * hits[sid]["similarity"], abs=1e-3)
+    assert set(order[2:]) == {NEAR_BY_NAME, DOCS, AUTH}
+    rest = [hits[sid]["score"] for sid in order[2:]]
+    assert rest == sorted(rest, reverse=True)
+    # Each result explains itself: the score is made of the shared part and the similarity.
+    first = hits[CART_AGAIN]
+    assert first["score"] == pytest.approx(0.7 * first["shared_score"] + 0.3 * first["similarity"], abs=1e-3)
+    assert first["shared_files"] == ["src/shop/cart/discount.py", "src/shop/cart/total.py", "README.md"]
+    assert first["shared"][-1] == {"path": "README.md", "sessions": 6}
+    assert first["shared"][0] == {"path": "src/shop/cart/discount.py", "sessions": 2}
+
+
+def test_min_shared_keeps_only_results_with_that_many_files_in_common(store, conn, config: Config) -> None:
+    add_rarity_sessions(store)
+    index(config, conn, store[CART].path.parent)
+
+    def ids(n: int) -> list[str]:
+        found = related_sessions(conn, config, CART, Filters(), 10, min_shared=n)
+        return [hit["session_id"] for hit in found["results"]]
+
+    assert len(ids(0)) == 5 and len(ids(1)) == 5  # the README is in common with every session
+    assert ids(2) == [CART_AGAIN, ONE_SHARED]
+    assert ids(3) == [CART_AGAIN] and ids(4) == []
+    windows = related_turns(conn, config, CART, Filters(), limit=10, window=3, min_shared=3)
+    assert {hit["session_id"] for hit in windows["results"]} == {CART_AGAIN}
+    assert all(hit["shared_count"] >= 3 for hit in windows["results"])
 
 
 # --- turns ----------------------------------------------------------------------------------------------

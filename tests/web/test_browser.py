@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from webtools import HOSTILE, LONG_SESSION, MIRRORED, SUBAGENT_SESSION, Browser
+from webtools import HOSTILE_SHOWN, LONG_SESSION, MIRRORED, SUBAGENT_SESSION, Browser
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [
@@ -49,7 +49,7 @@ def test_every_page_in_a_browser(browser_page) -> None:
     page.goto(base + "/")
     assert page.title() == "Sessions · memex"
     assert page.locator("tr.mirror").count() == 1 and "laptop" in page.locator("tr.mirror").inner_text()
-    assert page.get_by_text(HOSTILE, exact=True).count() == 1  # shown as text, not run as markup
+    assert page.get_by_text(HOSTILE_SHOWN, exact=True).count() == 1  # shown as text, not run as markup
     shot(page, screens, "sessions")
 
     page.fill("input[name=agent]", "codex")
@@ -92,7 +92,7 @@ def test_every_page_in_a_browser(browser_page) -> None:
     shot(page, screens, "related")
 
     page.goto(f"{base}/s/{MIRRORED}")
-    assert page.locator("h1").inner_text() == HOSTILE
+    assert page.locator("h1").inner_text() == HOSTILE_SHOWN
     shot(page, screens, "mirror")
 
 

@@ -19,7 +19,8 @@ from memex.web.server import WebServer
 from webtools import HOSTILE, LONG_SESSION, MIRRORED, SUBAGENT_SESSION, Browser
 
 CODEX_ID = "019a802a-aab1-7c31-9831-d2510c7a74a2"
-ESCAPED = "&lt;script&gt;alert(&#34;pwned&#34;)&lt;/script&gt; &amp; &lt;b&gt;bold&lt;/b&gt;"
+# The hostile title as pages show it: plain text (its <b> formatting dropped), the rest escaped.
+ESCAPED = "&lt;script&gt;alert(&#34;pwned&#34;)&lt;/script&gt; &amp; bold"
 
 
 def session_links(body: str) -> set[str]:
@@ -152,6 +153,9 @@ def test_related_sessions(run, web: Browser) -> None:
     assert page.status == 200
     assert "memex find-related sessions" not in page.body
     assert re.search(r'<span class="score">\d\.\d{3}</span>', page.body)
+    assert re.search(r"score \d\.\d{3} = 0\.70 × shared \d\.\d{2} \+ 0\.30 × similarity \d\.\d{3}", page.body)
+    fewer = web.get(f"/s/{SUBAGENT_SESSION}/related?min_shared=400")
+    assert fewer.status == 200 and "No other session touched files" in fewer.body and "× similarity" not in fewer.body
 
 
 def test_forget_asks_then_forgets(web: Browser) -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
 import sqlite3
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -12,7 +15,8 @@ import orjson
 from rich.console import Console
 
 from memex.api import Memex
-from memex.cli.render import labelled
+from memex.cli.pager import page, pager_command, terminal_lines
+from memex.cli.render import labelled, short_time
 from memex.config import Config, load_config
 
 # Lines are not wrapped at 80 columns when output goes to a pipe or a file.
@@ -29,6 +33,11 @@ class App:
     _memex: Memex | None = None
     # Set by a command that writes: what it kept so far and how to continue, said when Ctrl-C stops it.
     on_interrupt: Callable[[], str] | None = None
+    # Times in UTC rather than local time (`--utc`), and whether long output may go through a pager.
+    utc: bool = False
+    pager: bool = True
+    _page: io.StringIO | None = None  # output kept for the pager while `paged` runs
+    _page_width: int = 0
 
     @property
     def out(self) -> Console:
@@ -37,10 +46,46 @@ class App:
         Strings are printed as they are: no markup (a prompt holding `[/]` is text, not a closing tag),
         no emoji codes, no highlighting. Styles come from `rich.text.Text` objects only.
         """
+        if self._page is not None:  # kept for the pager: rendered as for the terminal it will reach
+            return Console(
+                file=self._page, force_terminal=True, width=self._page_width, highlight=False, markup=False, emoji=False
+            )
         console = Console(file=self.stdout, highlight=False, markup=False, emoji=False)
         if not console.is_terminal:
             console.width = PIPE_WIDTH
         return console
+
+    def when(self, timestamp: str | None) -> str:
+        """A stored (UTC) timestamp as the user reads it: local time with its zone, or UTC with `--utc`."""
+        return short_time(timestamp, utc=self.utc)
+
+    def stdout_is_terminal(self) -> bool:
+        isatty = getattr(self.stdout, "isatty", None)
+        return bool(isatty is not None and isatty())
+
+    @contextlib.contextmanager
+    def paged(self) -> Iterator[None]:
+        """What `out` prints inside goes through a pager when stdout is a terminal and it is longer than the
+        screen, as git does (memex.cli.pager: $MEMEX_PAGER, else $PAGER, else `less -FRX`); never in a pipe,
+        with `--no-pager`, or for JSON (commands do not page it)."""
+        command = pager_command(os.environ) if self.pager and self._page is None else None
+        if command is None or not self.stdout_is_terminal():
+            yield
+            return
+        width = Console(file=self.stdout).width
+        kept = self._page = io.StringIO()
+        self._page_width = width
+        try:
+            yield
+        except BaseException:  # an error or Ctrl-C: what was printed so far is shown as it is
+            self._page = None
+            self.stdout.write(kept.getvalue())
+            raise
+        self._page = None
+        text = kept.getvalue()
+        if text.count("\n") < terminal_lines(self.stdout) or not page(command, text):
+            self.stdout.write(text)
+        self.stdout.flush()
 
     @property
     def err(self) -> Console:

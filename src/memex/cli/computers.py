@@ -38,7 +38,7 @@ def computers_command(ctx: click.Context, as_json: bool) -> None:
         table.add_row(
             name,
             styled(row.status, style),
-            _ago(row.last_seen),
+            _ago(row.last_seen, app.utc),
             "—" if row.sessions is None else str(row.sessions),
             str(row.mirrors_here),
             row.api_url or "—",
@@ -46,7 +46,7 @@ def computers_command(ctx: click.Context, as_json: bool) -> None:
     app.out.print(table)
 
 
-def _ago(timestamp: Any) -> str:
+def _ago(timestamp: Any, utc: bool) -> str:
     """`2026-05-03 00:20 (3 min ago)`."""
     if not timestamp:
         return "—"
@@ -57,8 +57,8 @@ def _ago(timestamp: Any) -> str:
     seconds = max(0, int((datetime.now(UTC) - then).total_seconds()))
     for unit, size in (("d", 86_400), ("h", 3_600), ("min", 60)):
         if seconds >= size:
-            return f"{short_time(timestamp)} ({seconds // size} {unit} ago)"
-    return f"{short_time(timestamp)} ({seconds} s ago)"
+            return f"{short_time(str(timestamp), utc)} ({seconds // size} {unit} ago)"
+    return f"{short_time(str(timestamp), utc)} ({seconds} s ago)"
 
 
 def _add_subcommands() -> None:

@@ -9,7 +9,7 @@ from rich.text import Text
 
 from memex.cli.app import App
 from memex.cli.options import json_option
-from memex.cli.render import project_name, short_time
+from memex.cli.render import project_name, title_text
 from memex.errors import UserError
 from memex.sources import ADAPTERS
 from memex.store.forget import Target
@@ -71,8 +71,8 @@ def _confirm(app: App, targets: list[Target]) -> None:
         raise UserError(f"forgetting {count} session{'s' if count != 1 else ''} needs confirmation: add --yes")
     for target in targets[:20]:
         where = "" if target.computer == app.config.computer else f" (on {target.computer})"
-        line = f"  {target.session_id[:8]}  {short_time(target.started_at)}  {target.agent}  "
-        app.err.print(Text(f"{line}{project_name(target.project)}  {target.title or '—'}{where}"), soft_wrap=True)
+        line = f"  {target.session_id[:8]}  {app.when(target.started_at)}  {target.agent}  "
+        app.err.print(Text(f"{line}{project_name(target.project)}  {title_text(target.title)}{where}"), soft_wrap=True)
     if count > 20:
         app.err.print(Text(f"  … and {count - 20} more"))
     if not click.confirm(f"Forget these {count} sessions for good, on every computer?", default=False, err=True):

@@ -131,10 +131,12 @@ class MemexGroup(click.Group):
 
 @click.group(cls=MemexGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="memex")
+@click.option("--utc", is_flag=True, help="Show times in UTC (default: local time, with its zone).")
+@click.option("--no-pager", is_flag=True, help="Never page long output (default: as git, on a terminal).")
 @click.pass_context
-def cli(ctx: click.Context) -> None:
+def cli(ctx: click.Context, utc: bool, no_pager: bool) -> None:
     """memex: recall for AI coding agents (Claude Code, Codex CLI, Gemini CLI)."""
-    app = App()
+    app = App(utc=utc, pager=not no_pager)
     ctx.obj = app
     ctx.call_on_close(app.close)
 

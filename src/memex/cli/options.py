@@ -7,12 +7,40 @@ from typing import Any
 
 import click
 
+from memex.cli.app import App
 from memex.sources import ADAPTERS
 from memex.store.queries import Filters
 
 
 def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON (a stable contract).")(func)
+
+
+def _set_on_app(name: str) -> Callable[[click.Context, click.Parameter, bool], None]:
+    def callback(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+        app = ctx.find_object(App)
+        if value and app is not None:
+            setattr(app, name, name == "utc")  # --utc sets utc; --no-pager clears pager
+
+    return callback
+
+
+def display_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """`--utc` and `--no-pager` on a command that prints (also accepted before the command: `memex --utc …`)."""
+    func = click.option(
+        "--no-pager",
+        is_flag=True,
+        expose_value=False,
+        callback=_set_on_app("pager"),
+        help="Never page long output (default: through $MEMEX_PAGER, $PAGER or less, on a terminal).",
+    )(func)
+    return click.option(
+        "--utc",
+        is_flag=True,
+        expose_value=False,
+        callback=_set_on_app("utc"),
+        help="Show times in UTC (default: local time, with its zone). JSON is always UTC.",
+    )(func)
 
 
 def filter_options(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

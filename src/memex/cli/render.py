@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 
 from rich.console import Console
@@ -12,17 +12,29 @@ from rich.progress import (
     MofNCompleteColumn,
     Progress,
     ProgressColumn,
+    SpinnerColumn,
+    TaskID,
     TextColumn,
+    TimeElapsedColumn,
     TimeRemainingColumn,
 )
 from rich.text import Text
 
+from memex.textutil import display_time, plain_title, shorten
 
-def short_time(timestamp: str | None) -> str:
-    """`2026-05-03 00:20` from a stored timestamp (UTC)."""
-    if not timestamp:
-        return "—"
-    return timestamp[:16].replace("T", " ")
+
+def short_time(timestamp: str | None, utc: bool = False) -> str:
+    """A stored timestamp as shown: local time with its zone, or UTC (memex.textutil.display_time)."""
+    return display_time(timestamp, utc)
+
+
+def title_text(title: str | None, limit: int | None = None, empty: str = "—") -> str:
+    """A session's title as plain text on one line (Markdown dropped: titles stored before memex did so at
+    ingest, or received from another computer, may hold it), cut to `limit` characters."""
+    plain = plain_title(title) if title else ""
+    if not plain:
+        return empty
+    return shorten(plain, limit) if limit else plain
 
 
 def project_name(project_dir: str | None) -> str:
@@ -74,3 +86,33 @@ def byte_progress(console: Console, total: int, description: str) -> AbstractCon
 def count_progress(console: Console, total: int, description: str) -> AbstractContextManager[Progress]:
     """A progress bar over items (n/total, time left)."""
     return _progress(console, total, description, MofNCompleteColumn())
+
+
+@contextmanager
+def step_progress(console: Console) -> Iterator[Callable[[str, int, int | None], None]]:
+    """A callback `(step, done, total)` that shows the current step as a bar on the console (a terminal only,
+    from the first call): a pulsing bar while the step cannot be counted (`total` None), then n/total."""
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    )
+    with progress:
+        current: dict[str, TaskID] = {}  # the step shown, and its task
+
+        def update(step: str, done: int, total: int | None) -> None:
+            if step not in current:  # a new step: its own bar (and clock)
+                for task in current.values():
+                    progress.remove_task(task)
+                current.clear()
+                current[step] = progress.add_task(step, total=total, completed=done)
+                progress.refresh()  # shown now, not at the next tick
+            else:
+                progress.update(current[step], completed=done, total=total)
+
+        yield update

@@ -8,12 +8,12 @@ import click
 from rich.text import Text
 
 from memex.cli.app import App
-from memex.cli.options import build_filters, filter_options, json_option
-from memex.cli.render import project_name, short_time, subagent_label
+from memex.cli.options import build_filters, display_options, filter_options, json_option
+from memex.cli.render import project_name, subagent_label, title_text
 from memex.cli.show import styled_turn_text
+from memex.results import SearchHit
 from memex.search.highlight import highlighted_excerpt
 from memex.search.hybrid import LEVELS, MODES
-from memex.textutil import shorten
 
 EXCERPT_CHARS = 400
 
@@ -40,6 +40,7 @@ EXCERPT_CHARS = 400
 @click.option("--full", is_flag=True, help="Print each turn's whole text, not an excerpt.")
 @click.option("--computer", help="Ask this computer's memex daemon instead (its own sessions, turn by turn).")
 @json_option
+@display_options
 @click.pass_obj
 def search_command(
     app: App,
@@ -66,11 +67,16 @@ def search_command(
     if not found.hits:
         app.err.print("No matching turns.")
         return
+    with app.paged():
+        print_hits(app, found.hits, text, full)
+
+
+def print_hits(app: App, hits: list[SearchHit], text: str, full: bool) -> None:
     out = app.out
-    for number, hit in enumerate(found.hits, 1):
+    for number, hit in enumerate(hits, 1):
         head = Text(f"{number}. ", style="bold")
         head.append(hit.session_id[:8], style="cyan")
-        head.append(f"  {short_time(hit.started_at)} · {hit.agent} · {project_name(hit.project_dir)}", style="dim")
+        head.append(f"  {app.when(hit.started_at)} · {hit.agent} · {project_name(hit.project_dir)}", style="dim")
         if hit.agent_id:
             head.append(f" {subagent_label(hit.agent_id)}", style="magenta")
         if hit.source == "mirror":
@@ -80,7 +86,7 @@ def search_command(
             head.append(f" [on {hit.computer}]", style="yellow")
         out.print(head)
         if hit.title:
-            out.print(Text("   " + shorten(hit.title, 100), style="bold"))
+            out.print(Text("   " + title_text(hit.title, 100), style="bold"))
         body = styled_turn_text(hit.full_text, drop_reaction=False) if full else marked_excerpt(hit.matched_chunk, text)
         out.print(body)
         out.print()

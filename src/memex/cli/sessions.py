@@ -9,8 +9,8 @@ from rich.table import Table
 from rich.text import Text
 
 from memex.cli.app import App
-from memex.cli.options import build_filters, filter_options, json_option
-from memex.cli.render import project_name, short_time
+from memex.cli.options import build_filters, display_options, filter_options, json_option
+from memex.cli.render import project_name, title_text
 
 
 @click.group("sessions")
@@ -24,6 +24,7 @@ def sessions_group() -> None:
 @click.option("--local", "local_only", is_flag=True, help="Only the sessions indexed on this computer.")
 @click.option("--limit", type=click.IntRange(1), default=20, show_default=True)
 @json_option
+@display_options
 @click.pass_obj
 def list_command(app: App, limit: int, as_json: bool, computer: str | None, local_only: bool, **options: Any) -> None:
     """Sessions, newest first by start time: this computer's and those received from your other computers
@@ -36,10 +37,12 @@ def list_command(app: App, limit: int, as_json: bool, computer: str | None, loca
         app.err.print("No sessions match.")
         return
     table = Table(box=None, header_style="bold")
-    for column, width in (("session", 8), ("started", 16), ("agent", 6), ("project", 12), ("turns", 5)):
+    started = [app.when(s.started_at) for s in sessions]
+    widest = max(len(when) for when in started)  # a time is never cut: `2026-05-03 02:20 CEST`
+    for column, width in (("session", 8), ("started", widest), ("agent", 6), ("project", 12), ("turns", 5)):
         table.add_column(column, no_wrap=True, min_width=width, max_width=24 if column == "project" else None)
     table.add_column("title", no_wrap=True, overflow="ellipsis")
-    for s in sessions:
+    for s, when in zip(sessions, started, strict=True):
         extra = []
         if s.subagents:
             extra.append(f"+{s.subagents} subagents")
@@ -47,15 +50,16 @@ def list_command(app: App, limit: int, as_json: bool, computer: str | None, loca
             extra.append("PR " + ", ".join(f"#{n}" for n in s.prs))
         if s.source == "mirror":
             extra.append(f"on {s.computer}")
-        title = Text(s.title or "—")
+        title = Text(title_text(s.title))
         if extra:
             title.append(f" ({'; '.join(extra)})", style="dim")
         table.add_row(
             Text(s.session_id[:8], style="cyan"),
-            short_time(s.started_at),
+            when,
             s.agent,
             project_name(s.project_dir),
             "—" if s.turns is None else str(s.turns),
             title,
         )
-    app.out.print(table)
+    with app.paged():
+        app.out.print(table)

@@ -13,8 +13,8 @@ from rich.rule import Rule
 from rich.text import Text
 
 from memex.cli.app import App
-from memex.cli.options import json_option
-from memex.cli.render import project_name, short_time, subagent_label
+from memex.cli.options import display_options, json_option
+from memex.cli.render import project_name, subagent_label, title_text
 from memex.mirrors.model import LABELS
 from memex.sources import ADAPTERS
 
@@ -43,6 +43,7 @@ def styled_turn_text(full_text: str, drop_reaction: bool = True) -> Text:
 @click.option("--raw", is_flag=True, help="Print the transcript file itself.")
 @click.option("--agent", type=click.Choice(sorted(ADAPTERS)), help="Only a session of this agent.")
 @json_option
+@display_options
 @click.pass_obj
 def show_command(app: App, session: str, as_turns: bool, raw: bool, agent: str | None, as_json: bool) -> None:
     """Show a session as a conversation (SESSION: an id or a unique prefix); --turns for the full turns."""
@@ -53,16 +54,18 @@ def show_command(app: App, session: str, as_turns: bool, raw: bool, agent: str |
     view = memex.show(session, turns=as_turns, agent=agent)
     if as_json:
         app.emit_json(view.to_json())
-    elif view.turns is not None:
-        _show_turns(app, view.session, view.turns)
-    else:
-        _show_mirror(app, view.session, view.messages)
+        return
+    with app.paged():
+        if view.turns is not None:
+            _show_turns(app, view.session, view.turns)
+        else:
+            _show_mirror(app, view.session, view.messages)
 
 
 def _header(app: App, info: dict[str, Any], extra: list[str]) -> None:
     out = app.out
-    out.print(Text(info["title"] or "(untitled)", style="bold"))
-    meta = [info["session_id"], info["agent"], project_name(info["project_dir"]), short_time(info["started_at"])]
+    out.print(Text(title_text(info["title"], empty="(untitled)"), style="bold"))
+    meta = [info["session_id"], info["agent"], project_name(info["project_dir"]), app.when(info["started_at"])]
     if info["computer"] != app.config.computer:
         meta.append(f"on {info['computer']}")
     if info["prs"]:
@@ -79,7 +82,7 @@ def _show_mirror(app: App, info: dict[str, Any], messages: list[dict[str, Any]])
         label = Text()
         label.append(LABELS[message["role"]], style=_STYLES[LABELS[message["role"]]])
         if message["timestamp"]:
-            label.append(f" · {short_time(message['timestamp'])}", style="dim")
+            label.append(f" · {app.when(message['timestamp'])}", style="dim")
         app.out.print()
         app.out.print(label)
         app.out.print(Text(message["text"]))
@@ -89,7 +92,7 @@ def _show_turns(app: App, info: dict[str, Any], turns: list[dict[str, Any]]) -> 
     out = app.out
     _header(app, info, [f"{len(info['subagents'])} subagents"] if info["subagents"] else [])
     for number, turn in enumerate(turns, 1):
-        label = f"turn {number} · {short_time(turn['started_at'])}"
+        label = f"turn {number} · {app.when(turn['started_at'])}"
         if turn["agent_id"]:
             label += f" · {subagent_label(turn['agent_id'])}"
         if turn["provisional"]:

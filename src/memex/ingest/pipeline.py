@@ -32,7 +32,7 @@ from memex.sources import fingerprint, is_incremental, is_synthetic, stream_entr
 from memex.sources.files import open_regular, reason_of, safe_resolve
 from memex.sources.model import BadLine, Entry, Transcript
 from memex.store.db import transaction
-from memex.textutil import fts_text, shorten
+from memex.textutil import fts_text, plain_title, shorten
 
 # Title sources, weakest first: a later or stronger source replaces a weaker one. The agent's own title
 # records beat the first prompt; a subagent's task names a session only known through its subagents (a
@@ -172,8 +172,17 @@ class _SessionFacts:
                     self.pr_links.append((entry.line_index, pr.number, pr.url, pr.repository, "text"))
 
     def _offer_title(self, rank: int, text: str, first_only: bool = False) -> None:
+        """Keep `text` as the title (plain text: a prompt's Markdown dropped) if it outranks the one kept."""
         if self.title is None or rank > self.title[0] or (rank == self.title[0] and not first_only):
-            self.title = (rank, shorten(text, TITLE_MAX_CHARS))
+            title = _title(text)
+            if title:
+                self.title = (rank, title)
+
+
+def _title(text: str) -> str:
+    """A session's title from a prompt or a title record: plain text (its Markdown dropped), on one line, cut.
+    Only the head of a long prompt is read: the title shows a hundred-odd characters of it."""
+    return shorten(plain_title(text[: TITLE_MAX_CHARS * 20]), TITLE_MAX_CHARS)
 
 
 def _link_key(url: str | None, repository: str | None, number: int) -> str:
@@ -534,7 +543,8 @@ def write_stream(conn: sqlite3.Connection, config: Config, plan: Plan, parsed: P
     report.turns = _write_turns(conn, session_id, turns)
     if agent_id:  # a subagent's task only names a session known through nothing else
         task = transcript.description or (facts.title[1] if facts.title else None)
-        facts.title = (TITLE_RANKS["subagent"], shorten(task, TITLE_MAX_CHARS)) if task else None
+        title = _title(task) if task else ""
+        facts.title = (TITLE_RANKS["subagent"], title) if title else None
         _forget_superseded_session(conn, _path_key(transcript.path), session_id, config.computer)
     _write_session_facts(conn, session_id, agent_id, facts)
     _write_session_times(conn, session_id, agent_id, facts, parsed.start_line if plan.status == "appended" else None)

@@ -219,9 +219,11 @@ def build_server(config: Config) -> tuple[MCPServer[Any], Door]:
         annotations=READ_ONLY,
         structured_output=False,
         description="Find earlier work on the same files as a session (by default the latest session of the "
-        "project this server runs in, normally the current one). kind='sessions': sessions whose files "
-        "resemble it most, each with session_id, agent, project_dir, title, started_at, score, shared_files "
-        "and shared_count (the files both touched: trust these more than score), files. kind='turns': "
+        "project this server runs in, normally the current one). kind='sessions': sessions that worked on its "
+        "files, those sharing rare files first, each with session_id, agent, project_dir, title, started_at, "
+        "score (combines shared_score, the rarity-weighted share of its files in common, with similarity, how "
+        "alike the file paths read), shared_count, shared_files, shared ([{path, sessions}]: how many sessions, "
+        "this one included, touched each file; fewer is more telling), files. kind='turns': "
         "stretches of consecutive turns of other sessions that worked on the files of its last `window` "
         "turns, each with turns (turn_id, agent_id, started_at, prompt), files, shared_files, score. Returns "
         "{session, results, warnings, offset, next_offset}. Use before changing files another session changed.",
@@ -239,6 +241,9 @@ def build_server(config: Config) -> tuple[MCPServer[Any], Door]:
         window: Annotated[
             int | None, Field(description="Turns compared (kind='turns'); default 3.", ge=1, le=20)
         ] = None,
+        min_shared: Annotated[
+            int, Field(description="Only results that touched at least this many of the session's files.", ge=0)
+        ] = 0,
     ) -> str:
         def work(memex: Memex) -> dict[str, Any]:
             filters = _filters(project=project, agent=agent)
@@ -257,9 +262,9 @@ def build_server(config: Config) -> tuple[MCPServer[Any], Door]:
 
         def related(memex: Memex, session_id: str, filters: Filters) -> dict[str, Any]:
             if kind == "turns":
-                found = memex.related_turns(session_id, filters, limit, window)
+                found = memex.related_turns(session_id, filters, limit, window, min_shared=min_shared)
             else:
-                found = memex.related_sessions(session_id, filters, limit)
+                found = memex.related_sessions(session_id, filters, limit, min_shared=min_shared)
             data = found.to_json()
             return fill(data, "results", data["results"], 0, False)
 

@@ -27,6 +27,8 @@ import numpy as np
 
 from memex.config import Config
 from memex.related.resources import (
+    COMPUTING_CENTROIDS,
+    FINDING_PATHS,
     ProgressFn,
     counted_tools_sql,
     counts,
@@ -165,8 +167,8 @@ def stale_sessions(conn: sqlite3.Connection, version: str) -> tuple[list[str], i
 
 
 def refresh_patterns(conn: sqlite3.Connection, config: Config, on_progress: ProgressFn | None = None) -> RefreshReport:
-    """Bring every session's centroids up to date: embed the paths new to the cache (reporting progress as
-    (done, total)), then recompute stale sessions a batch per write transaction."""
+    """Bring every session's centroids up to date: embed the paths new to the cache, then recompute stale
+    sessions a batch per write transaction, telling `on_progress` each step (resources.ProgressFn)."""
     started = time.perf_counter()
     version = config.resource_model_version
     report = RefreshReport()
@@ -175,11 +177,17 @@ def refresh_patterns(conn: sqlite3.Connection, config: Config, on_progress: Prog
         report.seconds = time.perf_counter() - started
         return report
     if stale:
+        if on_progress is not None:
+            on_progress(FINDING_PATHS, 0, None)
         report.embedded = embed_resources(conn, config, missing_resources(conn, config, stale), on_progress)
         for batch in _batches(stale, config.related_refresh_batch_sessions):
+            if on_progress is not None:
+                on_progress(COMPUTING_CENTROIDS, report.sessions, len(stale))
             with transaction(conn):
                 report.turns += _refresh_batch(conn, config, batch)
-        report.sessions = len(stale)
+            report.sessions += len(batch)
+        if on_progress is not None:
+            on_progress(COMPUTING_CENTROIDS, report.sessions, len(stale))
     with transaction(conn):
         conn.execute("DELETE FROM access_pattern_state WHERE model_version != ?", (version,))
         conn.execute(

@@ -1,11 +1,14 @@
 """find-related: the sessions and the stretches of turns that worked on the same files as a given session.
 
-Both rank by cosine similarity of access-pattern centroids (memex.related.centroids), refreshed
-first. `related_sessions` compares session centroids. `related_turns` works in two stages: stage 1 keeps the
-`related_candidate_sessions` sessions whose centroid is nearest to what the session is doing now (the mean
-of its last N turn centroids); stage 2 slides a window of N consecutive turn centroids over each candidate
-and ranks the windows by their similarity to that same mean. Every result names the files it shares with
-the session as its reason. The returned dicts are the `--json` contract.
+Both rank by a score that combines the files a result shares with the session, each weighted by how rare it
+is, with the cosine similarity of their access-pattern centroids (memex.related.rarity has the formula;
+the centroids, refreshed first, are memex.related.centroids). Results that share a file of some rarity
+come first. `related_sessions` compares whole sessions. `related_turns` works in two stages: stage 1 keeps
+the `related_candidate_sessions` best sessions against what the session is doing now (the files of its
+last N turns and the mean of their centroids); stage 2 slides a window of N consecutive turn centroids over
+each candidate and scores each window the same way. Every result explains itself: the combined score, the
+similarity, the shared part, and the files in common with how many sessions touched each. The returned
+dicts are the `--json` contract.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import numpy as np
 from memex.config import Config
 from memex.errors import UserError
 from memex.related.centroids import refresh_patterns
+from memex.related.rarity import Rarity, combined, order_key, rarity
 from memex.related.resources import ProgressFn, counted_tools_sql, json_list, weight_sql
 from memex.related.windows import best_windows, mean_direction
 from memex.store.queries import Filters, turns_by_ids, where
@@ -35,30 +39,23 @@ def related_sessions(
     filters: Filters,
     limit: int,
     on_progress: ProgressFn | None = None,
+    min_shared: int = 0,
 ) -> dict[str, Any]:
-    """The `limit` sessions (under `filters`, never `session_id` itself) whose files resemble its files most."""
+    """The `limit` sessions (under `filters`, never `session_id` itself, sharing at least `min_shared` of its
+    files) ranked by the combined score of memex.related.rarity: those sharing a file of some rarity first."""
     refresh_patterns(conn, config, on_progress)
     query = _query_session(conn, config, session_id)
+    mine = _file_weights(conn, config, "t.session_id", [session_id]).get(session_id, {})
     others = dataclasses.replace(filters, exclude_session=session_id)
     ids, matrix = _session_centroids(conn, config, others, len(query["vector"]))
-    scores = matrix @ query["vector"]
-    chosen = [(ids[i], float(scores[i])) for i in _top(scores, limit)]
-    files = _file_weights(conn, config, "t.session_id", [session_id, *(sid for sid, _ in chosen)])
-    info = _sessions_info(conn, [sid for sid, _ in chosen])
-    mine = files.get(session_id, {})
-    results = []
-    for sid, score in chosen:
-        shared = _shared(mine, files.get(sid, {}))
-        results.append(
-            {
-                **info[sid],
-                "score": round(score, 4),
-                "file_count": len(files.get(sid, {})),
-                "files": _ranked(files.get(sid, {}))[: config.related_reason_files],
-                "shared_count": len(shared),
-                "shared_files": shared[: config.related_reason_files],
-            }
-        )
+    rare = rarity(conn, config, list(mine), _all_sessions(filters, ids))
+    chosen = _rank(ids, matrix @ query["vector"], mine, rare, config, min_shared, limit)
+    files = _file_weights(conn, config, "t.session_id", [sid for sid, _, _, _ in chosen])
+    info = _sessions_info(conn, [sid for sid, _, _, _ in chosen])
+    results = [
+        {**info[sid], **_explained(score, similarity, shared, mine, files.get(sid, {}), rare, config)}
+        for sid, score, similarity, shared in chosen
+    ]
     return {"session": _public(query), "results": results, "warnings": []}
 
 
@@ -70,9 +67,11 @@ def related_turns(
     limit: int,
     window: int,
     on_progress: ProgressFn | None = None,
+    min_shared: int = 0,
 ) -> dict[str, Any]:
     """The `limit` best windows of `window` consecutive turns, in other sessions (under `filters`), that
-    worked on the files of this session's last `window` turns."""
+    worked on the files of this session's last `window` turns (at least `min_shared` of them); windows
+    sharing a file of some rarity first, then by the combined score."""
     refresh_patterns(conn, config, on_progress)
     query = _query_session(conn, config, session_id)
     own_ids, own_vectors = _turn_centroids(conn, config, [session_id])[session_id]
@@ -84,43 +83,111 @@ def related_turns(
             f"touched files (fewer than the window of {window}): all of them are used"
         )
     target = mean_direction(recent)
-    # Stage 1: the candidate sessions nearest to what the session is doing now.
+    recent_list = [int(t) for t in recent_ids]
+    mine = _merge(_file_weights(conn, config, "t.id", recent_list), recent_list)
+    # Stage 1: the candidate sessions with the best combined score against what the session is doing now.
     others = dataclasses.replace(filters, exclude_session=session_id)
     ids, matrix = _session_centroids(conn, config, others, len(target))
-    candidates = [ids[i] for i in _top(matrix @ target, config.related_candidate_sessions)]
-    # Stage 2: windows of consecutive turn centroids in each candidate.
-    found: list[tuple[float, str, list[int]]] = []
+    rare = rarity(conn, config, list(mine), _all_sessions(filters, ids))
+    ranked = _rank(ids, matrix @ target, mine, rare, config, min_shared, config.related_candidate_sessions)
+    candidates = [sid for sid, _, _, _ in ranked]
+    # Stage 2: windows of consecutive turn centroids in each candidate, scored like sessions.
+    windows: list[tuple[str, list[int], float]] = []
     for sid, (turn_ids, vectors) in _turn_centroids(conn, config, candidates).items():
         for w in best_windows(vectors, target, window, config.related_windows_per_session):
-            found.append((w.score, sid, [int(t) for t in turn_ids[w.start : w.end]]))
-    found.sort(key=lambda item: (-item[0], item[1], item[2][0]))
-    found = found[:limit]
-    recent_list = [int(t) for t in recent_ids]
-    turn_files = _file_weights(conn, config, "t.id", [*recent_list, *(t for _, _, ts in found for t in ts)])
-    mine = _merge(turn_files, recent_list)
-    turns = turns_by_ids(conn, [t for _, _, ts in found for t in ts])
-    info = _sessions_info(conn, [sid for _, sid, _ in found])
-    results = []
-    for score, sid, window_turns in found:
+            windows.append((sid, [int(t) for t in turn_ids[w.start : w.end]], w.score))
+    turn_files = _file_weights(conn, config, "t.id", [t for _, ts, _ in windows for t in ts])
+    found: list[tuple[tuple[bool, float], str, list[int], float, float, dict[str, float]]] = []
+    for sid, window_turns, similarity in windows:
         theirs = _merge(turn_files, window_turns)
-        shared = _shared(mine, theirs)
-        results.append(
-            {
-                **info[sid],
-                "score": round(score, 4),
-                "turns": [_turn(turns[t], config) for t in window_turns],
-                "file_count": len(theirs),
-                "files": _ranked(theirs)[: config.related_reason_files],
-                "shared_count": len(shared),
-                "shared_files": shared[: config.related_reason_files],
-            }
+        if len(mine.keys() & theirs.keys()) < min_shared:
+            continue
+        shared = rare.shared(mine, theirs)
+        found.append(
+            (order_key(shared, combined(shared, similarity, config)), sid, window_turns, similarity, shared, theirs)
         )
+    found.sort(key=lambda item: (not item[0][0], -item[0][1], item[1], item[2][0]))
+    found = found[:limit]
+    turns = turns_by_ids(conn, [t for _, _, ts, _, _, _ in found for t in ts])
+    info = _sessions_info(conn, [sid for _, sid, _, _, _, _ in found])
+    results = [
+        {
+            **info[sid],
+            **_explained(key[1], similarity, shared, mine, theirs, rare, config),
+            "turns": [_turn(turns[t], config) for t in window_turns],
+        }
+        for key, sid, window_turns, similarity, shared, theirs in found
+    ]
     return {
         "session": _public(query),
         "window": window,
         "query_turns": recent_list,
         "results": results,
         "warnings": warnings,
+    }
+
+
+def _all_sessions(filters: Filters, ids: list[str]) -> int | None:
+    """The number of sessions with a centroid when `ids` are all of them but the query's (no filter), so the
+    rarity needs not count them again; None otherwise."""
+    return len(ids) + 1 if filters == Filters() else None
+
+
+def _rank(
+    ids: list[str],
+    similarity: np.ndarray,
+    mine: dict[str, float],
+    rare: Rarity,
+    config: Config,
+    min_shared: int,
+    limit: int,
+) -> list[tuple[str, float, float, float]]:
+    """The `limit` best (session, score, similarity, shared) among `ids` sharing at least `min_shared` of
+    `mine`: those sharing a file of some rarity first, then the rest, each by the combined score (then id).
+    One pass over the sessions for their shared part; the scores and the choice of the best are numpy's."""
+    weights = {path: rare.weight(path) for path in mine}
+    total = sum(weights.values())
+    sharing = rare.sharing()
+    shared = np.zeros(len(ids))
+    counts = np.zeros(len(ids), dtype=np.int64)
+    for i, sid in enumerate(ids):
+        files = sharing.get(sid)
+        if files:
+            counts[i] = len(files)
+            shared[i] = sum(weights[path] for path in files) / total if total > 0 else 0.0
+    weight = config.related_shared_weight_pct / 100  # rarity.combined, for every session at once
+    scores = weight * shared + (1.0 - weight) * similarity.astype(np.float64)
+    allowed = counts >= min_shared
+    # The best `limit` of each group (sharing a file of some rarity, or not), then those few in order.
+    pool = [
+        group[_top(scores[group], limit)]
+        for group in (np.flatnonzero(allowed & (shared > 0)), np.flatnonzero(allowed & (shared <= 0)))
+    ]
+    chosen = sorted(np.concatenate(pool).tolist(), key=lambda i: (shared[i] <= 0, -scores[i], ids[i]))[:limit]
+    return [(ids[i], float(scores[i]), float(similarity[i]), float(shared[i])) for i in chosen]
+
+
+def _explained(
+    score: float,
+    similarity: float,
+    shared_score: float,
+    mine: dict[str, float],
+    theirs: dict[str, float],
+    rare: Rarity,
+    config: Config,
+) -> dict[str, Any]:
+    """A result's reasons: its score and what it is made of, and the files behind it (the `--json` contract)."""
+    shared = _shared(mine, theirs)
+    listed = shared[: config.related_reason_files]
+    return {
+        "score": round(score, 4),
+        "similarity": round(similarity, 4),
+        "shared_score": round(shared_score, 4),
+        "file_count": len(theirs),
+        "files": _ranked(theirs)[: config.related_reason_files],
+        "shared_count": len(shared),
+        "shared_files": listed,
+        "shared": [{"path": path, "sessions": rare.session_count(path)} for path in listed],
     }
 
 

@@ -60,7 +60,12 @@ _SEPARATORS = re.compile(r"[\s/\\._\-]+")
 # Inside a word: `camelCase` → camel Case, `HTTPServer` → HTTP Server.
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
-ProgressFn = Callable[[int, int], None]
+# What find-related is doing, for a progress bar: (the step, done, total; None while it cannot be counted).
+ProgressFn = Callable[[str, int, int | None], None]
+FINDING_PATHS = "Finding new file paths"
+LOADING_MODEL = "Loading the embedding model"
+EMBEDDING_PATHS = "Embedding file paths"
+COMPUTING_CENTROIDS = "Computing centroids"
 
 
 def resource_text(path: str, max_chars: int | None = None) -> str:
@@ -121,20 +126,24 @@ def embed_resources(
     conn: sqlite3.Connection, config: Config, paths: Sequence[str], on_progress: ProgressFn | None = None
 ) -> int:
     """Embed and cache `paths` (those that count): each batch is embedded outside any transaction, then
-    stored in one; how many were stored.
+    stored in one; how many were stored. `on_progress` hears of the model loading, then of every batch.
 
     Safe to interrupt (what was stored stays) and to run beside another process doing the same (a path
     already cached is left as it is).
     """
     paths = [p for p in dict.fromkeys(paths) if counts(p)]
     stored, size = 0, max(1, config.embed_batch_size)
+    if paths and on_progress is not None:
+        on_progress(LOADING_MODEL, 0, None)  # the first batch loads the model: seconds with nothing to count
+        load_embedder(config)
+        on_progress(EMBEDDING_PATHS, 0, len(paths))
     for start in range(0, len(paths), size):
         batch = paths[start : start + size]
         vectors = _embed(config, batch)
         with transaction(conn):
             stored += _insert(conn, config, batch, vectors)
         if on_progress is not None:
-            on_progress(min(start + size, len(paths)), len(paths))
+            on_progress(EMBEDDING_PATHS, min(start + size, len(paths)), len(paths))
     return stored
 
 

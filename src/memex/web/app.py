@@ -22,6 +22,7 @@ from memex.config import Config
 from memex.errors import MemexError, UserError
 from memex.mirrors.model import LABELS
 from memex.store.queries import Filters
+from memex.textutil import plain_title
 from memex.web import render
 from memex.web.guard import Guard
 
@@ -41,6 +42,7 @@ def _environment(config: Config) -> jinja2.Environment:
     )
     env.filters["when"] = render.short_time
     env.filters["project"] = render.project_name
+    env.filters["plain"] = plain_title  # titles as plain text: no Markdown marks
     env.filters["short"] = lambda sid: (sid or "")[:8]
     env.tests["web_link"] = render.is_web_link
     env.globals.update(marked=render.marked, folded=render.folded, labels=LABELS, this_computer=config.computer)
@@ -120,8 +122,14 @@ class Pages:
             session_id = memex.resolve_session(request.path_params["session"])
             if not memex.related_ready():  # computing the file vectors would write: the CLI does that once
                 return self.page("related.html", session_id=session_id, found=None)
-            found = memex.related_sessions(session_id, limit=_int(request.query_params.get("limit"), 10, "limit"))
-        return self.page("related.html", session_id=session_id, found=found)
+            params = request.query_params
+            found = memex.related_sessions(
+                session_id,
+                limit=_int(params.get("limit"), 10, "limit"),
+                min_shared=_int(params.get("min_shared"), 0, "min_shared", low=0),
+            )
+        weight = memex.config.related_shared_weight_pct / 100
+        return self.page("related.html", session_id=session_id, found=found, weight=weight)
 
     def forget_confirm(self, request: Request) -> Response:
         with self.memex() as memex:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from memex.textutil import display_time
+
 # Characters shown before the first highlighted word of an excerpt, and an excerpt's size.
 LEAD_CHARS = 120
 EXCERPT_CHARS = 600
@@ -14,8 +16,9 @@ FOLD_HEAD_CHARS = 1_200
 
 
 def short_time(timestamp: str | None) -> str:
-    """`2026-05-03 00:20` from a stored timestamp (UTC)."""
-    return timestamp[:16].replace("T", " ") if timestamp else "—"
+    """A stored timestamp in the server's local time with its zone: `2026-05-03 02:20 CEST` (the viewer
+    serves this computer: its zone is the user's)."""
+    return display_time(timestamp)
 
 
 def project_name(project_dir: str | None) -> str:

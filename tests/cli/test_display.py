@@ -1,0 +1,270 @@
+"""What the terminal shows: titles as plain text, local times with their zone (`--utc` for UTC), and long
+output through a pager as git does (never in a pipe, with --no-pager, or for JSON)."""
+
+from __future__ import annotations
+
+import fcntl
+import io
+import json
+import os
+import pty
+import shutil
+import sqlite3
+import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from corpus import CODEX_SHORT
+from memex.cli.main import cli
+from memex.cli.pager import DEFAULT_PAGER, pager_command
+from memex.textutil import display_time, plain_title
+from memex.web.render import short_time as web_time
+
+CODEX_ID = "019a802a-aab1-7c31-9831-d2510c7a74a2"
+MEMEX = Path(sys.executable).parent / "memex"
+
+
+# --- titles as plain text -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw, plain",
+    [
+        # Titles memex stored from real Codex rollouts (tests/fixtures/codex), and the prompt they came from.
+        (
+            "## User Input ```text Create a spec which will implement the orchestrator architecture defined by d…",
+            "User Input Create a spec which will implement the orchestrator architecture defined by d…",
+        ),
+        (
+            "## User Input ```text ``` You **MUST** consider the user input before proceeding (if not empty). ##…",
+            "User Input You MUST consider the user input before proceeding (if not empty). …",
+        ),
+        (
+            "\n## User Input\n\n```text\n\n```\n\nYou **MUST** consider it.\n\n## Outline\n\n1. **Setup**: Run "
+            "`.specify/scripts/check.sh --json` from repo root",
+            "User Input You MUST consider it. Outline 1. Setup: Run .specify/scripts/check.sh --json from repo root",
+        ),
+        # Claude Code's slash-command prompt, as a title.
+        (
+            "<command-message>init is analyzing your codebase…</command-message> <command-name>/init</command-name>",
+            "init is analyzing your codebase… /init",
+        ),
+        (
+            "see [the docs](https://x.dev/a) and ![the logo](logo.png), <https://x.dev>",
+            "see the docs and the logo, https://x.dev",
+        ),
+        ("> quoted\n- a *bullet* with _emphasis_ and ~~no~~ ***both***", "quoted a bullet with emphasis and no both"),
+        ("# Heading\n\n`code` and ``a ` tick``", "Heading code and a ` tick"),
+        (r"escaped \*stars\* stay", "escaped *stars* stay"),
+        # Text that only looks like marks stays as it is.
+        ("fix __init__.py, snake_case_name, a * b * c, 2*3*4", "fix __init__.py, snake_case_name, a * b * c, 2*3*4"),
+        ("Vec<String> in C# for issue #123", "Vec<String> in C# for issue #123"),
+        ("why does <script>alert(1)</script> break?", "why does <script>alert(1)</script> break?"),
+        ("a <b>bold</b> <details>word</details>", "a bold word"),
+        ("/add **", "/add **"),
+        ("title [/] [bold]x", "title [/] [bold]x"),
+    ],
+)
+def test_plain_title(raw: str, plain: str) -> None:
+    assert plain_title(raw) == plain
+
+
+def test_titles_are_plain_from_ingest_and_on_display(run, home: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "codex" / "2025" / "11" / "13"
+    folder.mkdir(parents=True)
+    shutil.copy(CODEX_SHORT, folder)
+    assert run("index", str(tmp_path / "codex")).exit_code == 0
+    # Derived at ingest: the first prompt's Markdown is gone from the stored title (JSON shows it stored).
+    (listed,) = json.loads(run("sessions", "list", "--json").stdout)
+    assert listed["title"].startswith("User Input You MUST consider the user input before proceeding")
+    assert not {"#", "*", "`"} & set(listed["title"])
+    # A title stored by an older memex, or received from another computer, is made plain when shown.
+    with sqlite3.connect(home / "memex.db") as db:
+        db.execute("UPDATE sessions SET title = ?", ("## Fix **the** `cart` [total](http://x.dev)",))
+    assert json.loads(run("sessions", "list", "--json").stdout)[0]["title"].startswith("## Fix")  # stored as is
+    listing = run("sessions", "list").stdout
+    assert "Fix the cart total" in listing and "**" not in listing
+    assert run("show", CODEX_ID[:8]).stdout.splitlines()[0] == "Fix the cart total"
+    found = run("search", "consider", "--mode", "lexical").stdout
+    assert "   Fix the cart total" in found.splitlines()
+
+
+# --- local time with its zone, or UTC ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def paris(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("TZ", "Europe/Paris")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.parametrize(
+    "zone, summer, winter",
+    [
+        ("Europe/Paris", "2026-07-01 02:20 CEST", "2026-01-01 01:20 CET"),
+        ("Asia/Kolkata", "2026-07-01 05:50 IST", "2026-01-01 05:50 IST"),
+        ("America/Sao_Paulo", "2026-06-30 21:20 -0300", "2025-12-31 21:20 -0300"),  # no abbreviation: the offset
+    ],
+)
+def test_display_time_in_a_zone(zone: str, summer: str, winter: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
+    try:
+        assert display_time("2026-07-01T00:20:03.895Z") == web_time("2026-07-01T00:20:03.895Z") == summer
+        assert display_time("2026-01-01T00:20:00.000Z") == winter
+        assert display_time("2026-07-01T00:20:03.895Z", utc=True) == "2026-07-01 00:20 UTC"
+        assert display_time(None) == "—" and display_time("not a time") == "not a time"
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def test_times_are_local_with_their_zone_or_utc(run, home: Path, tmp_path: Path, paris: None) -> None:
+    folder = tmp_path / "codex" / "2025" / "11" / "13"
+    folder.mkdir(parents=True)
+    shutil.copy(CODEX_SHORT, folder)
+    assert run("index", str(tmp_path / "codex")).exit_code == 0
+    (listed,) = json.loads(run("sessions", "list", "--json").stdout)
+    started = listed["started_at"]
+    assert started.endswith("Z")  # JSON: ISO UTC, whatever the zone
+    moment = datetime.fromisoformat(started)
+    local = moment.astimezone(ZoneInfo("Europe/Paris")).strftime("%Y-%m-%d %H:%M") + " CET"  # November
+    utc = moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M") + " UTC"
+    assert local != utc.replace("UTC", "CET")
+    for args in (("sessions", "list"), ("show", CODEX_ID[:8]), ("search", "consider", "--mode", "lexical")):
+        assert local in run(*args).stdout, args
+        assert utc in run(*args, "--utc").stdout, args
+        assert utc in run("--utc", *args).stdout, args  # before the command too, as a global option
+        assert local not in run(*args, "--utc").stdout
+    assert json.loads(run("sessions", "list", "--json", "--utc").stdout)[0]["started_at"] == started
+
+
+# --- the pager --------------------------------------------------------------------------------------------
+
+
+def test_which_pager(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert pager_command({"MEMEX_PAGER": "most", "PAGER": "more"}) == "most"
+    assert pager_command({"PAGER": "more -s"}) == "more -s"
+    assert pager_command({"MEMEX_PAGER": "", "PAGER": "more"}) is None  # set but empty: no pager
+    assert pager_command({"PAGER": "cat"}) is None
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    monkeypatch.setenv("PATH", str(tools))
+    assert pager_command({}) is None  # no less installed: printed as it is
+    (tools / "less").write_text("#!/bin/sh\ncat\n")
+    (tools / "less").chmod(0o755)
+    assert pager_command({}) == DEFAULT_PAGER == "less -FRX"
+
+
+class Terminal(io.StringIO):
+    """A stdout that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture
+def terminal(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[tuple[Terminal, Path]]:
+    """memex's stdout is a terminal of 10 lines; the pager writes what it is given to a file."""
+    screen = Terminal()
+    paged = tmp_path / "paged.txt"
+    monkeypatch.setenv("LINES", "10")
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.setenv("MEMEX_PAGER", f"cat > '{paged}'")
+    monkeypatch.setenv("PAGER", "false")  # never reached: MEMEX_PAGER comes first
+    yield screen, paged
+
+
+def memex_on(terminal: tuple[Terminal, Path], *args: str) -> tuple[str, str]:
+    """Run memex in this process with the fake terminal; (what reached the screen, what the pager got)."""
+    screen, paged = terminal
+    screen.seek(0)
+    screen.truncate()
+    paged.unlink(missing_ok=True)
+    real, sys.stdout = sys.stdout, screen  # pytest sets its own between the fixtures and the test
+    try:
+        cli.main(list(args), prog_name="memex", standalone_mode=False)
+    finally:
+        sys.stdout = real
+    return screen.getvalue(), paged.read_text() if paged.exists() else ""
+
+
+def test_long_output_on_a_terminal_goes_through_the_pager(run, home: Path, tmp_path: Path, terminal) -> None:
+    folder = tmp_path / "codex" / "2025" / "11" / "13"
+    folder.mkdir(parents=True)
+    shutil.copy(CODEX_SHORT, folder)
+    assert run("index", str(tmp_path / "codex")).exit_code == 0
+    screen, paged = memex_on(terminal, "show", CODEX_ID[:8])
+    assert screen == "" and paged.count("\n") > 10 and "User Input" in paged.splitlines()[0]
+    assert "\x1b[" in paged  # rendered for a terminal: colours, for less -R
+    # Output that fits the screen is printed as it is.
+    screen, paged = memex_on(terminal, "sessions", "list")
+    assert paged == "" and "User Input" in screen and screen.count("\n") < 10
+    # Never with --no-pager (after the command or before it), nor for JSON.
+    for args in (("show", CODEX_ID[:8], "--no-pager"), ("--no-pager", "show", CODEX_ID[:8])):
+        screen, paged = memex_on(terminal, *args)
+        assert paged == "" and screen.count("\n") > 10
+    screen, paged = memex_on(terminal, "show", CODEX_ID[:8], "--json")
+    assert paged == "" and json.loads(screen)["session"]["session_id"] == CODEX_ID
+    # A pager that cannot start: the text is printed as it is.
+    os.environ["MEMEX_PAGER"] = "no-such-pager-here"
+    screen, paged = memex_on(terminal, "show", CODEX_ID[:8])
+    assert paged == "" and screen.count("\n") > 10
+
+
+@pytest.mark.subprocess
+def test_the_pager_on_a_real_pseudo_terminal(run, home: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "codex" / "2025" / "11" / "13"
+    folder.mkdir(parents=True)
+    shutil.copy(CODEX_SHORT, folder)
+    assert run("index", str(tmp_path / "codex")).exit_code == 0
+    paged = tmp_path / "paged.txt"
+    env = {**os.environ, "MEMEX_PAGER": f"cat > '{paged}'"}
+    env.pop("LINES", None)
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 12, 100, 0, 0))  # 12 rows, 100 columns
+    screen: list[bytes] = []
+    reader = threading.Thread(target=drain, args=(master, screen), daemon=True)
+    reader.start()
+
+    def show(*args: str) -> None:
+        done = subprocess.run(
+            [str(MEMEX), "show", CODEX_ID[:8], *args], stdout=slave, stderr=subprocess.PIPE, env=env, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+
+    try:
+        show()
+        assert "User Input" in paged.read_text() and paged.read_text().count("\n") > 12
+        paged.unlink()
+        show("--no-pager")
+        assert not paged.exists()
+    finally:
+        os.close(slave)
+        reader.join(timeout=10)
+        os.close(master)
+    assert b"User Input" in b"".join(screen)  # --no-pager: straight to the terminal
+
+
+def drain(fd: int, into: list[bytes]) -> None:
+    """Read a pseudo-terminal's output until it closes (a full one would block the writer)."""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            return
+        if not chunk:
+            return
+        into.append(chunk)
