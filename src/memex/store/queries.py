@@ -460,3 +460,9 @@ def known_projects(conn: sqlite3.Connection) -> list[str]:
 def mirror_count(conn: sqlite3.Connection, computer: str) -> int:
     """How many mirrors received from `computer` this store holds."""
     return int(conn.execute("SELECT count(*) FROM mirror_records WHERE computer = ?", (computer,)).fetchone()[0])
+
+
+def tool_output_text(conn: sqlite3.Connection, output_id: object) -> str | None:
+    """The stored (bounded) text of one tool output, or None."""
+    row = conn.execute("SELECT text FROM tool_outputs WHERE id = ?", (output_id,)).fetchone()
+    return row[0] if row else None
