@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memex.search.highlight import highlighted_excerpt, spans_json
-from memex.search.lexical import _words, fts_query
+from memex.search.lexical import _words, fts_query, term_tokens
 from memex.store.queries import Filters, turns_by_ids, where
 
 SCOPES = ("conversation", "tools")
@@ -106,11 +106,31 @@ def search_role(
     return _rows(conn, query, matches, "turn")
 
 
+def excerpt_of(text: str, query: str) -> str:
+    """About EXCERPT_CHARS of `text` around the first match of the query, on one line. Only a window around
+    the first place a query token occurs is marked up: a 16,000-character output costs no more than a page."""
+    start, end = 0, len(text)
+    if len(text) > 4 * EXCERPT_CHARS:
+        folded = text.lower()
+        found = [at for token in term_tokens(query) if (at := folded.find(token)) >= 0]
+        if found:
+            start = max(0, min(found) - EXCERPT_CHARS)
+            end = min(len(text), min(found) + 2 * EXCERPT_CHARS)
+        else:  # folded differently (diacritics): the first page
+            end = 2 * EXCERPT_CHARS
+    excerpt, _ = highlighted_excerpt(text[start:end], query, EXCERPT_CHARS)
+    if start and not excerpt.startswith("…"):
+        excerpt = "…" + excerpt
+    if end < len(text) and not excerpt.endswith("…"):
+        excerpt += "…"
+    return excerpt
+
+
 def _rows(conn: sqlite3.Connection, query: str, matches: list[_Match], source: str) -> list[dict[str, Any]]:
     turns = turns_by_ids(conn, [m.turn_id for m in matches])
     rows: list[dict[str, Any]] = []
     for match in matches:
-        excerpt, _ = highlighted_excerpt(match.text, query, EXCERPT_CHARS)
+        excerpt = excerpt_of(match.text, query)
         row = {
             **turns[match.turn_id],
             "source": source,

@@ -16,8 +16,8 @@ from memex.mirrors.build import redact_mirror
 from memex.mirrors.model import mirror_from_row
 from memex.mirrors.search import excerpt, message_context
 from memex.redact import redact, redact_slice
-from memex.search.highlight import highlighted_excerpt, spans_json
-from memex.search.scoped import EXCERPT_CHARS
+from memex.search.highlight import spans_json
+from memex.search.scoped import excerpt_of
 from memex.store.queries import tool_output_text
 
 # Whole texts of a hit, redacted as they are.
@@ -33,7 +33,7 @@ def redacted_hit(conn: sqlite3.Connection, hit: dict[str, Any], query: str) -> d
         _turn_pieces(clean, query)
     if hit.get("source") == "tool":  # the excerpt is of a tool's output: cut again from the redacted output
         output = tool_output_text(conn, hit.get("tool_output_id"))
-        clean["matched_chunk"] = highlighted_excerpt(redact(output)[0], query, EXCERPT_CHARS)[0] if output else ""
+        clean["matched_chunk"] = excerpt_of(redact(output)[0], query) if output else ""
     for name in _WHOLE_FIELDS:
         if isinstance(clean.get(name), str):
             clean[name] = redact(clean[name])[0]
