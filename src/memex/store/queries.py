@@ -287,6 +287,7 @@ def statistics(conn: sqlite3.Connection, db_path: Path) -> dict[str, Any]:
         "turns": count("SELECT count(*) FROM turns"),
         "provisional_turns": count("SELECT count(*) FROM turns WHERE provisional = 1"),
         "chunks": count("SELECT count(*) FROM chunks"),
+        "tool_outputs": count("SELECT count(*) FROM tool_outputs"),
         "file_mentions": count("SELECT count(*) FROM file_mentions"),
         "pr_links": count("SELECT count(*) FROM pr_links"),
         "mirrors": count("SELECT count(*) FROM mirrors"),
