@@ -251,7 +251,8 @@ class Memex:
         `filters.session` may be a unique prefix (UserError when it matches none or several). `computer`
         asks that computer's daemon instead: its own sessions, turn by turn. `scope` "tools" searches the
         output of the tools the turns ran instead of the conversation; `role` ("user" or "assistant") keeps
-        to what that voice wrote. Both search by words only (`mode` semantic is refused)."""
+        to what that voice wrote. Both search by words only (`mode` semantic is refused). `scope` "all":
+        the conversation (by `mode`) and tool output (by words), interleaved by rank."""
         from memex.results import SearchHit, SearchResults
 
         filters = filters or Filters()
@@ -279,7 +280,13 @@ class Memex:
         from memex.search.hybrid import hybrid_search
 
         outcome = hybrid_search(self.conn, self.config, query, filters, limit, mode, level, per_session)
-        hits = [SearchHit.from_json(row) for row in outcome.results]
+        results = outcome.results
+        if scope == "all":  # the conversation (as asked) and tool output (by words), interleaved by rank
+            from memex.search.scoped import interleaved, search_tool_outputs
+
+            tools = search_tool_outputs(self.conn, query, filters, limit, per_session)
+            results = interleaved([results, tools], limit, per_session, self.config.search_rrf_k)
+        hits = [SearchHit.from_json(row) for row in results]
         return SearchResults(hits, outcome.mode, outcome.levels, outcome.notes)
 
     def local_search(
@@ -302,6 +309,11 @@ class Memex:
             found = _scoped_search(self.conn, query, filters, limit, 1, scope, role)
         else:
             found = hybrid_search(self.conn, self.config, query, filters, limit * 2).results
+            if scope == "all":
+                from memex.search.scoped import interleaved, search_tool_outputs
+
+                tools = search_tool_outputs(self.conn, query, filters, limit)
+                found = interleaved([found, tools], limit * 2, 1, self.config.search_rrf_k)
         rows = [hit for hit in found if hit["computer"] == self.config.computer][:limit]
         if redacted:
             from memex.sync.outbound import redacted_hit
@@ -629,7 +641,7 @@ def _check_scope(scope: str, role: str | None, mode: str, level: str | None) -> 
         raise UserError(f"search in {scope!r}? choose one of: {', '.join(SCOPES)}")
     if role is not None and role not in ROLES:
         raise UserError(f"role {role!r}? choose one of: {', '.join(ROLES)}")
-    if scope == "tools" and role:
+    if scope != "conversation" and role:
         raise UserError("--role keeps to a voice of the conversation: it does not apply to tool output")
     what = "tool output" if scope == "tools" else f"the {role}'s words" if role else None
     if what and mode == "semantic":

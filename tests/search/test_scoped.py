@@ -13,7 +13,7 @@ from memex.api import Memex
 from memex.config import load_config
 from memex.errors import UserError
 from memex.ingest.turns import bounded_output
-from memex.search.scoped import EXCERPT_CHARS
+from memex.search.scoped import EXCERPT_CHARS, interleaved
 from memex.store.db import connect
 from memex.store.queries import Filters
 
@@ -108,11 +108,31 @@ def test_a_user_message_is_found_at_the_turn_it_opens(indexed: Path, run) -> Non
     assert len(hits) == 1 and hits[0]["prompt_text"].startswith("So I can't have an entire")
 
 
+def test_in_all_finds_both_kinds_interleaved(indexed: Path, run) -> None:
+    assert [h["source"] for h in search(run, "--in", "all", TOOL_ONLY)] == ["tool"]
+    assert [h["source"] for h in search(run, "--in", "all", "--session", SLAY_ID, "symlink")] == ["turn"]
+    # Words in both: each list's first first (the conversation's on a tie), one result per session.
+    both = search(run, "--in", "all", "--mode", "lexical", "--limit", "20", "settings")
+    conversation = search(run, "--mode", "lexical", "--limit", "20", "settings")
+    tools = search(run, "--in", "tools", "--limit", "20", "settings")
+    assert both[0] == conversation[0] and both[1] == tools[0]
+    assert {h["source"] for h in both} == {"turn", "tool"} and len({h["session_id"] for h in both}) == len(both)
+
+
+def test_interleaving_is_by_rank_in_each_list() -> None:
+    conversation = [{"session_id": s, "n": f"c{s}"} for s in "abc"]
+    tools = [{"session_id": s, "n": f"t{s}"} for s in "dae"]
+    assert [r["n"] for r in interleaved([conversation, tools], 10, 1, 5)] == ["ca", "td", "cb", "cc", "te"]
+    assert [r["n"] for r in interleaved([conversation, tools], 10, 2, 5)] == ["ca", "td", "cb", "ta", "cc", "te"]
+    assert [r["n"] for r in interleaved([conversation, tools], 2, 1, 5)] == ["ca", "td"]
+
+
 def test_scoped_searches_refuse_what_they_cannot_do(indexed: Path, run) -> None:
     for args, message in [
         (("--in", "tools", "--mode", "semantic"), "cannot be searched by meaning"),
         (("--role", "user", "--mode", "semantic"), "cannot be searched by meaning"),
         (("--in", "tools", "--role", "user"), "does not apply to tool output"),
+        (("--in", "all", "--role", "user"), "does not apply to tool output"),
         (("--in", "tools", "--level", "chunk"), "--level applies to conversation search"),
     ]:
         result = run("search", *args, "anything")

@@ -44,7 +44,7 @@ EXCERPT_CHARS = 400
     type=click.Choice(SCOPES),
     default="conversation",
     show_default=True,
-    help="Search the conversation, or the output of the tools the turns ran (error text, logs; by words only).",
+    help="Search the conversation, the output of the tools the turns ran (error text, logs; by words only), or all.",
 )
 @click.option(
     "--role",

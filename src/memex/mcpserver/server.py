@@ -137,8 +137,11 @@ def build_server(config: Config) -> tuple[MCPServer[Any], Door]:
         pr: PrArg = None,
         session: Annotated[str | None, Field(description="Only this session (an id or unique prefix).")] = None,
         scope: Annotated[
-            Literal["conversation", "tools"],
-            Field(description="conversation (default): what was said; tools: what the tools printed (by words)."),
+            Literal["conversation", "tools", "all"],
+            Field(
+                description="conversation (default): what was said; tools: what the tools printed (by words); "
+                "all: both, interleaved."
+            ),
         ] = "conversation",
         role: Annotated[
             Literal["user", "assistant"] | None,

@@ -18,7 +18,7 @@ from memex.search.highlight import highlighted_excerpt, spans_json
 from memex.search.lexical import _words, fts_query, term_tokens
 from memex.store.queries import Filters, turns_by_ids, where
 
-SCOPES = ("conversation", "tools")
+SCOPES = ("conversation", "tools", "all")
 ROLES = ("user", "assistant")
 # The entry kinds whose text is each voice's own words (a user's meta messages and command output are not).
 ROLE_KINDS = {"user": "prompt", "assistant": "assistant"}
@@ -149,3 +149,24 @@ def _rows(conn: sqlite3.Connection, query: str, matches: list[_Match], source: s
             )
         rows.append(row)
     return rows
+
+
+def interleaved(lists: list[list[dict[str, Any]]], limit: int, per_session: int, rrf_k: int) -> list[dict[str, Any]]:
+    """Result rows of several searches (`--in all`: the conversation's, tool output's) as one list: by
+    reciprocal rank in their own list (`1 / (rrf_k + rank)`: their scores do not compare), the first list
+    first on a tie, at most `per_session` rows per session."""
+    ranked = sorted(
+        ((1 / (rrf_k + rank), -order, row) for order, rows in enumerate(lists) for rank, row in enumerate(rows, 1)),
+        key=lambda item: (item[0], item[1]),
+        reverse=True,
+    )
+    chosen: list[dict[str, Any]] = []
+    per: dict[str, int] = {}
+    for _, _, row in ranked:
+        if per.get(row["session_id"], 0) >= per_session:
+            continue
+        per[row["session_id"]] = per.get(row["session_id"], 0) + 1
+        chosen.append(row)
+        if len(chosen) == limit:
+            break
+    return chosen

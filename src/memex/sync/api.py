@@ -6,8 +6,8 @@ connection and return its JSON (`memex.results` documents the shapes); `sync/ser
 | --- | --- |
 | `GET /health` (no token) | `{"ok": true, "computer", "version"}` |
 | `GET /v1/search?q=…&limit=&agent=&project=&since=&until=&session=&in=&role=` | `{"computer", "results"}`: |
-| | this computer's own sessions, as `memex search --json` gives them (`in=tools`: tool output; `role=user` |
-| | or `assistant`: one voice of the conversation) |
+| | this computer's own sessions, as `memex search --json` gives them (`in=tools`: tool output, `in=all`: |
+| | both; `role=user` or `assistant`: one voice of the conversation) |
 | `GET /v1/sessions/<id>/mirror` | `{"session", "mirror"}` of a session indexed here |
 | `GET /v1/sessions/<id>/raw` | the transcript file of a session indexed here (or its archived copy) |
 
@@ -98,7 +98,7 @@ def search_request(query: Mapping[str, str]) -> SearchRequest:
         raise ApiFailure(400, f"in must be one of {', '.join(SCOPES)}")
     if role is not None and role not in ROLES:
         raise ApiFailure(400, f"role must be one of {', '.join(ROLES)}")
-    if scope == "tools" and role:
+    if scope != "conversation" and role:
         raise ApiFailure(400, "role does not apply to tool output")
     return SearchRequest(text, filters, limit, scope, role)
 
