@@ -175,3 +175,16 @@ def test_the_bound_applies_at_ingest(home: Path, run, monkeypatch: pytest.Monkey
         assert longest[0] > 5_000 and longest[1] < 1_100
     finally:
         conn.close()
+
+
+def test_forgetting_a_session_forgets_its_tool_output_and_messages(indexed: Path, run, config) -> None:
+    assert run("forget", LARGE, "--yes").exit_code == 0
+    assert search(run, "--in", "tools", TOOL_ONLY) == []
+    conn = connect(config.db_path)
+    try:
+        # The full-text indexes lost its documents too (not only the rows they point to).
+        match = "SELECT count(*) FROM {0} WHERE {0} MATCH ?"
+        assert conn.execute(match.format("tool_outputs_fts"), (TOOL_ONLY,)).fetchone()[0] == 0
+        assert conn.execute(match.format("entries_fts"), ("worktree",)).fetchone()[0] == 0
+    finally:
+        conn.close()
