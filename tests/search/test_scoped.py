@@ -16,12 +16,14 @@ from memex.ingest.turns import bounded_output
 from memex.search.scoped import EXCERPT_CHARS, interleaved
 from memex.store.db import connect
 from memex.store.queries import Filters
+from transcripts import ClaudeSession, text, tool_use
 
 # Only in the output of a `Read` of misc/large-conversation.jsonl (a function of the file it read): the
 # conversation never names it.
 TOOL_ONLY = "exchangeCodeForTokens"
 LARGE = "large-conversation"
 SLAY_ID = SLAY.stem
+SESSION = "7001a5c0-1111-2222-3333-444444444444"
 
 
 @pytest.fixture
@@ -188,3 +190,16 @@ def test_forgetting_a_session_forgets_its_tool_output_and_messages(indexed: Path
         assert conn.execute(match.format("entries_fts"), ("worktree",)).fetchone()[0] == 0
     finally:
         conn.close()
+
+
+def test_a_secret_in_tool_output_is_redacted_in_the_excerpt(home: Path, run, tmp_path: Path) -> None:
+    key = "ghp_" + "Zq3vK8mW2xR7tY1uP4sN6bL9cD0fH5jA2eGi"
+    session = ClaudeSession(tmp_path / "p" / f"{SESSION}.jsonl", SESSION)
+    session.write(session.prompt("why does the fetch keep failing?"))
+    session.write(session.assistant(text("Let me look."), tool_use("toolu_1", "Bash", command="env; pytest")))
+    session.write(session.tool_result("toolu_1", f"GITHUB_TOKEN={key}\nE   retryFetchOnFailure gave up\n1 failed"))
+    session.write(session.prompt("thanks"))
+    assert run("index", str(session.path)).exit_code == 0
+    [hit] = search(run, "--in", "tools", "retryFetchOnFailure")
+    assert "retryFetchOnFailure" in hit["matched_chunk"] and "[REDACTED" in hit["matched_chunk"]
+    assert key[4:16] not in json.dumps(hit)

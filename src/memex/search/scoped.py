@@ -14,6 +14,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from memex.redact import redact
 from memex.search.highlight import highlighted_excerpt, spans_json
 from memex.search.lexical import _words, fts_query, term_tokens
 from memex.store.queries import Filters, turns_by_ids, where
@@ -130,7 +131,9 @@ def _rows(conn: sqlite3.Connection, query: str, matches: list[_Match], source: s
     turns = turns_by_ids(conn, [m.turn_id for m in matches])
     rows: list[dict[str, Any]] = []
     for match in matches:
-        excerpt = excerpt_of(match.text, query)
+        # A tool's output is where secrets get printed (`cat .env`, a token in a log), and an excerpt may be
+        # handed to an agent (MCP) and its model: it is cut from the redacted output.
+        excerpt = excerpt_of(redact(match.text)[0] if source == "tool" else match.text, query)
         row = {
             **turns[match.turn_id],
             "source": source,
