@@ -76,8 +76,6 @@ def search_command(
     text = " ".join(query).strip()
     filters = build_filters(**options)
     memex = app.memex(readonly=True)
-    if (scope == "tools" or role) and mode == "hybrid":
-        mode = "lexical"  # the default mode: tool output and a single voice are searched by words
     found = memex.search(
         text,
         filters,

@@ -157,12 +157,11 @@ def build_server(config: Config) -> tuple[MCPServer[Any], Door]:
             filters = _filters(
                 project=project, agent=agent, since=since, until=until, file=file, pr=pr, session=session
             )
-            by_words = (scope == "tools" or role is not None) and mode == "hybrid"
             found = memex.search(
                 query,
                 filters,
                 limit=offset + limit,
-                mode="lexical" if by_words else mode,
+                mode=mode,
                 scope=scope,
                 role=role,
             )

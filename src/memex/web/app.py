@@ -105,8 +105,6 @@ class Pages:
             raise UserError(f"unknown search mode or level: {mode!r}, {level!r}")
         scope = params.get("in") or "conversation"
         role = params.get("role") or None
-        if (scope == "tools" or role) and mode == "hybrid":
-            mode = "lexical"  # tool output and one voice are searched by words
         limit = _int(params.get("limit"), 20, "limit")
         per_session = _int(params.get("per_session"), 1, "per_session", high=50)
         filters = Filters.parse({name: params.get(name) or None for name in SEARCH_FILTERS})
