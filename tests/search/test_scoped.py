@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from corpus import HILLVIEW, MISC, SLAY
+from corpus import CODEX, GEMINI, HILLVIEW, LIVE, MISC, SLAY
 from memex.api import Memex
 from memex.config import load_config
 from memex.errors import UserError
@@ -203,3 +203,14 @@ def test_a_secret_in_tool_output_is_redacted_in_the_excerpt(home: Path, run, tmp
     [hit] = search(run, "--in", "tools", "retryFetchOnFailure")
     assert "retryFetchOnFailure" in hit["matched_chunk"] and "[REDACTED" in hit["matched_chunk"]
     assert key[4:16] not in json.dumps(hit)
+
+
+@pytest.mark.parametrize("corpus", [GEMINI, CODEX, LIVE], ids=["gemini", "codex", "live"])
+def test_every_agents_tool_outputs_are_named_by_their_call(home: Path, run, config, corpus: Path) -> None:
+    assert run("index", str(corpus)).exit_code == 0
+    conn = connect(config.db_path)
+    try:
+        named = conn.execute("SELECT count(*), count(tool_name) FROM tool_outputs").fetchone()
+        assert named[0] > 0 and named[0] == named[1]
+    finally:
+        conn.close()
