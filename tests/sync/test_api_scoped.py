@@ -54,6 +54,9 @@ def test_in_tools_over_http_finds_the_output_redacted(alpha: Computer) -> None:
     assert get(alpha, "q=retryFetchOnFailure")[1]["results"] == []
     assert [h["session_id"] for h in get(alpha, "q=helper+early&role=assistant")[1]["results"]] == [SESSION]
     assert get(alpha, "q=helper+early&role=user")[1]["results"] == []
+    # Both: the output's hit, and the conversation's for words said.
+    assert [h["source"] for h in get(alpha, "q=retryFetchOnFailure&in=all")[1]["results"]] == ["tool"]
+    assert [h["source"] for h in get(alpha, "q=retry+helper&in=all")[1]["results"]][:1] == ["turn"]
 
 
 def test_bad_scope_or_role_is_400(alpha: Computer) -> None:
