@@ -68,5 +68,9 @@ def db_content(connection) -> dict[str, list[tuple]]:
         "pr_links": "SELECT session_id, pr_number, pr_url, repository, agent_id, source, line_index FROM pr_links",
         "unknown": "SELECT session_id, agent_id, line_index, record_type, agent_version FROM unknown_records",
         "fts": "SELECT count(*) FROM chunks_fts",
+        "tool_outputs": "SELECT t.session_id, t.agent_id, t.line_index, o.line_index, o.tool_name, o.is_error, "
+        "o.chars, o.text FROM tool_outputs o JOIN turns t ON t.id = o.turn_id",
+        "tool_fts": "SELECT count(*) FROM tool_outputs_fts",
+        "entries_fts": "SELECT count(*) FROM entries_fts",
     }
     return {name: sorted(tuple(row) for row in connection.execute(sql)) for name, sql in queries.items()}

@@ -259,41 +259,77 @@ class Memex:
         level: str | None = None,
         per_session: int = 1,
         computer: str | None = None,
+        scope: str = "conversation",
+        role: str | None = None,
     ) -> SearchResults:
         """Turns and session mirrors matching `query` (words, identifiers, meaning), best first.
 
         `filters.session` may be a unique prefix (UserError when it matches none or several). `computer`
-        asks that computer's daemon instead: its own sessions, turn by turn."""
+        asks that computer's daemon instead: its own sessions, turn by turn. `scope` "tools" searches the
+        output of the tools the turns ran instead of the conversation; `role` ("user" or "assistant") keeps
+        to what that voice wrote. Both search by words only (`mode` semantic is refused). `scope` "all":
+        the conversation (by `mode`) and tool output (by words), interleaved by rank."""
         from memex.results import SearchHit, SearchResults
 
         filters = filters or Filters()
         if not query.strip():
             raise UserError("the search query is empty")
+        _check_scope(scope, role, mode, level)
         if computer:
             if filters.file or filters.pr is not None:
                 raise UserError("--file and --pr are not available with --computer")
             conn = self._existing_conn()
             if computer == self.config.computer and conn is not None:  # this computer: no need for its daemon
-                return SearchResults(self.local_search(query, filters, limit, redacted=False))
+                hits = self.local_search(query, filters, limit, redacted=False, scope=scope, role=role)
+                return SearchResults(hits)
             from memex.sync.remote import remote_search
 
-            found = remote_search(self.config, computer, conn, query, filters, limit)
+            found = remote_search(self.config, computer, conn, query, filters, limit, scope=scope, role=role)
+            if scope == "tools" and any(hit.get("source") != "tool" for hit in found):
+                raise UserError(f"the memex of {computer} cannot search tool output (it is older): upgrade it")
             return SearchResults([SearchHit.from_json(hit) for hit in found])
-        from memex.search.hybrid import hybrid_search
-
         if filters.session:  # one session: a prefix matching none or several is a mistake to report
             filters = _replace(filters, session=self.resolve_session(filters.session, filters.agent))
+        if scope == "tools" or role:
+            rows = _scoped_search(self.conn, query, filters, limit, per_session, scope, role)
+            return SearchResults([SearchHit.from_json(row) for row in rows], "lexical", [])
+        from memex.search.hybrid import hybrid_search
+
         outcome = hybrid_search(self.conn, self.config, query, filters, limit, mode, level, per_session)
-        hits = [SearchHit.from_json(row) for row in outcome.results]
+        results = outcome.results
+        if scope == "all":  # the conversation (as asked) and tool output (by words), interleaved by rank
+            from memex.search.scoped import interleaved, search_tool_outputs
+
+            tools = search_tool_outputs(self.conn, query, filters, limit, per_session)
+            results = interleaved([results, tools], limit, per_session, self.config.search_rrf_k)
+        hits = [SearchHit.from_json(row) for row in results]
         return SearchResults(hits, outcome.mode, outcome.levels, outcome.notes)
 
-    def local_search(self, query: str, filters: Filters, limit: int, *, redacted: bool = True) -> list[SearchHit]:
+    def local_search(
+        self,
+        query: str,
+        filters: Filters,
+        limit: int,
+        *,
+        redacted: bool = True,
+        scope: str = "conversation",
+        role: str | None = None,
+    ) -> list[SearchHit]:
         """This computer's own sessions matching `query` (others' mirrors left out); `redacted`: fit to leave
-        this computer (each piece redacted as part of its whole)."""
+        this computer (each piece redacted as part of its whole). `scope` and `role` as for `search`."""
         from memex.results import SearchHit
         from memex.search.hybrid import hybrid_search
 
-        found = hybrid_search(self.conn, self.config, query, filters, limit * 2).results
+        _check_scope(scope, role, "hybrid", None)
+        if scope == "tools" or role:
+            found = _scoped_search(self.conn, query, filters, limit, 1, scope, role)
+        else:
+            found = hybrid_search(self.conn, self.config, query, filters, limit * 2).results
+            if scope == "all":
+                from memex.search.scoped import interleaved, search_tool_outputs
+
+                tools = search_tool_outputs(self.conn, query, filters, limit)
+                found = interleaved([found, tools], limit * 2, 1, self.config.search_rrf_k)
         rows = [hit for hit in found if hit["computer"] == self.config.computer][:limit]
         if redacted:
             from memex.sync.outbound import redacted_hit
@@ -301,11 +337,13 @@ class Memex:
             rows = [redacted_hit(self.conn, hit, query) for hit in rows]
         return [SearchHit.from_json(row) for row in rows]
 
-    def computer_search(self, query: str, filters: Filters, limit: int) -> ComputerSearch:
+    def computer_search(
+        self, query: str, filters: Filters, limit: int, *, scope: str = "conversation", role: str | None = None
+    ) -> ComputerSearch:
         """What this computer answers another's `search --computer` (`GET /v1/search`)."""
         from memex.results import ComputerSearch
 
-        return ComputerSearch(self.config.computer, self.local_search(query, filters, limit))
+        return ComputerSearch(self.config.computer, self.local_search(query, filters, limit, scope=scope, role=role))
 
     def recall(
         self, prompt: str, *, session_id: str | None = None, project_dir: str | None = None, semantic: bool = False
@@ -649,6 +687,41 @@ class Memex:
                 )
             )
         return ComputerList(listing, problem)
+
+
+def _check_scope(scope: str, role: str | None, mode: str, level: str | None) -> None:
+    """UserError for a search scope or role that does not exist, or that cannot go with `mode` or `level`."""
+    from memex.search.scoped import ROLES, SCOPES
+
+    if scope not in SCOPES:
+        raise UserError(f"search in {scope!r}? choose one of: {', '.join(SCOPES)}")
+    if role is not None and role not in ROLES:
+        raise UserError(f"role {role!r}? choose one of: {', '.join(ROLES)}")
+    if scope != "conversation" and role:
+        raise UserError("--role keeps to a voice of the conversation: it does not apply to tool output")
+    what = "tool output" if scope == "tools" else f"the {role}'s words" if role else None
+    if what and mode == "semantic":
+        raise UserError(f"{what} cannot be searched by meaning (no vectors hold it): use --mode lexical")
+    if what and level:
+        raise UserError(f"--level applies to conversation search, not to {what}")
+
+
+def _scoped_search(
+    conn: sqlite3.Connection,
+    query: str,
+    filters: Filters,
+    limit: int,
+    per_session: int,
+    scope: str,
+    role: str | None,
+) -> list[dict[str, Any]]:
+    """Result rows of a search in tool output, or in one voice of the conversation (by words)."""
+    from memex.search.scoped import search_role, search_tool_outputs
+
+    if scope == "tools":
+        return search_tool_outputs(conn, query, filters, limit, per_session)
+    assert role is not None
+    return search_role(conn, query, filters, role, limit, per_session)
 
 
 def _replace(filters: Filters, **changes: Any) -> Filters:

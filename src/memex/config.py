@@ -84,6 +84,13 @@ class IndexSettings:
     # of small JSON values peaked at 1 GB). A Gemini chat kept as one JSON document is one "line" too.
     # Allowed: 64 KiB (a Codex session header carries its whole instructions) to 1 GiB.
     max_line_bytes: int = 32 * 1_048_576
+    # A tool's output is indexed (for `memex search --in tools`) up to this many characters: of a longer one
+    # its first three quarters and its last quarter, where a command's error and a test run's summary are.
+    # On the real Claude and Codex transcripts of ../shared/data (485 outputs, median 386 characters) 99% are
+    # shorter, 2 are cut and 97% of all output text is kept (8,000 would cut 32 and keep 84%), while a
+    # generated file read whole or a verbose build log cannot weigh megabytes in the store (Claude Code
+    # itself cuts an output at 30,000). The transcript keeps everything (`memex show --raw`).
+    tool_output_max_chars: int = 16_000
     # 1: every transcript memex indexes is also kept, compressed, in `$MEMEX_HOME/archive` (appended to as it
     # grows), so `--raw`, a rebuild and a re-parse still have it after the agent deletes the file (Claude
     # Code deletes transcripts older than 30 days by default). 0: no copy is made (existing ones are kept).
@@ -384,6 +391,7 @@ _FLAG = (0, 1)
 INT_RANGES: dict[str, tuple[int, int | None]] = {
     "chunk_max_tokens": (16, 8_192),
     "max_line_bytes": (65_536, 1 << 30),
+    "tool_output_max_chars": (1_000, 10_000_000),
     "index_workers": (1, 64),
     "index_embeds": _FLAG,
     "archive_enabled": _FLAG,

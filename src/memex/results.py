@@ -11,6 +11,9 @@ columns are the schema's (`store/migrations.py`).
   ("" for the main agent), `line_index`, `kind`, `is_sidechain`, `provisional`, `prompt_text`,
   `full_text`, `tool_summary`, `started_at`, `ended_at`, `agent`, `computer`, `project_dir`, `title`,
   `score`, `matched_chunk`, `explain` (what each ranked list said; absent from another computer's answer).
+  A hit of `memex search --in tools` has `source` `tool` (the turn that ran the tool) and also `tool_name`
+  (null when the call was not seen), `tool_is_error`, `tool_output_chars` (the output's whole length),
+  `tool_line_index` and `tool_output_id`; its `matched_chunk` is an excerpt of that output.
 - `ComputerSearch` (`GET /v1/search`): `{"computer", "results": [SearchHit…]}`, redacted.
 - `SessionSummary` (`memex sessions list`, a list of them): `session_id`, `agent`, `computer`,
   `project_dir`, `title`, `started_at`, `ended_at`, `transcript_path`, `turns`, `subagents`, `prs`.
@@ -235,6 +238,7 @@ class Stats:
     turns: int
     provisional_turns: int
     chunks: int
+    tool_outputs: int  # outputs of tool calls, searched by `memex search --in tools`
     file_mentions: int
     pr_links: int
     mirrors: int

@@ -154,6 +154,25 @@ def test_bad_arguments_and_errors_keep_the_server_running(indexed: Path) -> None
     serve(check)
 
 
+def test_search_in_tool_output_and_by_role(indexed: Path) -> None:
+    async def check(client: Client) -> None:
+        # A key of a settings file an agent read: only in that tool's output.
+        found = await call(client, "search", query="alwaysThinkingEnabled", scope="tools")
+        assert found["mode"] == "lexical" and [r["session_id"][:8] for r in found["results"]] == ["5eac5945"]
+        hit = found["results"][0]
+        assert (
+            hit["source"] == "tool" and hit["tool_name"] == "Read" and "alwaysThinkingEnabled" in hit["matched_chunk"]
+        )
+        assert (await call(client, "search", query="alwaysThinkingEnabled", mode="lexical"))["results"] == []
+        mine = await call(client, "search", query="symlink", role="assistant", session=SLAY_ID)
+        assert [r["session_id"] for r in mine["results"]] == [SLAY_ID]
+        assert (await call(client, "search", query="symlink", role="user", session=SLAY_ID))["results"] == []
+        assert "by meaning" in await error(client, "search", query="x", scope="tools", mode="semantic")
+        assert "does not apply to tool output" in await error(client, "search", query="x", scope="tools", role="user")
+
+    serve(check)
+
+
 def test_a_missing_store_is_an_error_until_it_exists(home: Path, run) -> None:
     async def check(client: Client) -> None:
         assert "run `memex index` first" in await error(client, "stats")

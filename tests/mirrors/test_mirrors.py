@@ -51,6 +51,12 @@ def test_drops_tool_calls_and_results(conn, config: Config, tmp_path: Path) -> N
     ingest(conn, config, session)
     mirror = mirror_of(conn)
     assert "SECRET_TOOL_OUTPUT" not in mirror.conversation_text and "/home/dev/shop" not in mirror.conversation_text
+    # The output is indexed here, for `memex search --in tools`, and stays out of the mirror and its index.
+    stored = conn.execute("SELECT tool_name, text FROM tool_outputs").fetchall()
+    assert [tuple(r) for r in stored] == [("Read", "SECRET_TOOL_OUTPUT = 42")]
+    assert (
+        conn.execute("SELECT count(*) FROM mirrors_fts WHERE mirrors_fts MATCH 'SECRET_TOOL_OUTPUT'").fetchone()[0] == 0
+    )
     # The assistant's lines between two prompts are one message.
     assert [(m["role"], m["text"]) for m in mirror.messages()] == [
         ("user", "show me config.py"),

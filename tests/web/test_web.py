@@ -135,6 +135,20 @@ def test_search_filters_and_modes(web: Browser) -> None:
     assert form.status == 200 and '<ol class="hits">' not in form.body
 
 
+def test_search_in_tool_output_and_by_role(web: Browser) -> None:
+    tools = web.get("/search?q=alwaysThinkingEnabled&in=tools")
+    assert (
+        tools.status == 200 and "tool output: Read" in tools.body and "<mark>alwaysThinkingEnabled</mark>" in tools.body
+    )
+    assert "<option selected>tools</option>" in tools.body
+    conversation = web.get("/search?q=alwaysThinkingEnabled&mode=lexical")
+    assert conversation.status == 200 and "No matching turns." in conversation.body
+    assert "No matching tool output." in web.get("/search?q=zzqxnothing&in=tools").body
+    assert "<mark>zebra</mark>" in web.get("/search?q=zebra&role=user").body
+    assert web.get("/search?q=zebra&in=tools&role=user").status == 400
+    assert web.get("/search?q=zebra&in=nowhere").status == 400
+
+
 def test_unknown_session_is_not_found(web: Browser) -> None:
     page = web.get("/s/00000000deadbeef")
     assert page.status == 404 and "no session" in page.body

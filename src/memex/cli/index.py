@@ -115,6 +115,8 @@ def index_command(
         ("seconds", "seconds"),
     ]:
         table.add_row(label, str(rows[key]))
+    if report.tool_output_streams:  # once, after the upgrade that made tool output searchable
+        table.add_row("tool output read from earlier files", str(report.tool_output_streams))
     if embedded is not None:
         table.add_row("vectors computed", str(embedded["embedded"]))
         table.add_row("still to embed", str(embedded["queued"]))

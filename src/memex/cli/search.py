@@ -14,6 +14,7 @@ from memex.cli.show import styled_turn_text
 from memex.results import SearchHit
 from memex.search.highlight import highlighted_excerpt
 from memex.search.hybrid import LEVELS, MODES
+from memex.search.scoped import ROLES, SCOPES
 
 EXCERPT_CHARS = 400
 
@@ -37,6 +38,19 @@ EXCERPT_CHARS = 400
 @click.option(
     "--per-session", type=click.IntRange(1), default=1, show_default=True, help="Results one session may give."
 )
+@click.option(
+    "--in",
+    "scope",
+    type=click.Choice(SCOPES),
+    default="conversation",
+    show_default=True,
+    help="Search the conversation, the output of the tools the turns ran (error text, logs; by words only), or all.",
+)
+@click.option(
+    "--role",
+    type=click.Choice(ROLES),
+    help="Only what the user (prompts) or the assistant (its messages) wrote; by words only (lexical).",
+)
 @click.option("--full", is_flag=True, help="Print each turn's whole text, not an excerpt.")
 @click.option("--computer", help="Ask this computer's memex daemon instead (its own sessions, turn by turn).")
 @json_option
@@ -49,23 +63,38 @@ def search_command(
     mode: str,
     level: str | None,
     per_session: int,
+    scope: str,
+    role: str | None,
     full: bool,
     computer: str | None,
     as_json: bool,
     **options: Any,
 ) -> None:
-    """Search past turns and session mirrors for QUERY (words, identifiers, paths, meaning; any language)."""
+    """Search past turns and session mirrors for QUERY (words, identifiers, paths, meaning; any language).
+
+    `--in tools` searches what the tools printed instead (an error message, a log line); `--role` keeps to
+    the user's or the assistant's words. Both search by words (lexical); `--mode semantic` is refused."""
     text = " ".join(query).strip()
     filters = build_filters(**options)
     memex = app.memex(readonly=True)
-    found = memex.search(text, filters, limit=limit, mode=mode, level=level, per_session=per_session, computer=computer)
+    found = memex.search(
+        text,
+        filters,
+        limit=limit,
+        mode=mode,
+        level=level,
+        per_session=per_session,
+        computer=computer,
+        scope=scope,
+        role=role,
+    )
     if as_json:
         app.emit_json(found.to_json())
         return
     for note in found.notes:
         app.say("note", note)
     if not found.hits:
-        app.err.print("No matching turns.")
+        app.err.print("No matching tool output." if scope == "tools" else "No matching turns.")
         return
     with app.paged():
         print_hits(app, found.hits, text, full)
@@ -84,11 +113,16 @@ def print_hits(app: App, hits: list[SearchHit], text: str, full: bool) -> None:
             head.append(f" [conversation{where}]", style="yellow")
         elif hit.computer and hit.computer != app.config.computer:
             head.append(f" [on {hit.computer}]", style="yellow")
+        if hit.source == "tool":
+            failed = " (error)" if hit.extra.get("tool_is_error") else ""
+            head.append(f" [tool output: {hit.extra.get('tool_name') or 'unknown tool'}{failed}]", style="green")
         out.print(head)
         if hit.title:
             out.print(Text("   " + title_text(hit.title, 100), style="bold"))
-        body = styled_turn_text(hit.full_text, drop_reaction=False) if full else marked_excerpt(hit.matched_chunk, text)
-        out.print(body)
+        if full:
+            out.print(styled_turn_text(hit.full_text, drop_reaction=False))
+        if not full or hit.source == "tool":  # a tool hit's excerpt is not in the turn's text
+            out.print(marked_excerpt(hit.matched_chunk, text))
         out.print()
 
 

@@ -37,7 +37,9 @@ from memex.ingest.pipeline import (
     ingest_planned,
     is_store_failure,
     parse_stream,
+    parse_with,
     plan_ingest,
+    write_tool_outputs,
 )
 from memex.ingest.state import StoredStream, stored_streams
 from memex.mirrors.build import refresh_mirror
@@ -72,6 +74,7 @@ class IndexReport:
     missing_files: int = 0
     bytes_read: int = 0
     mirrors: int = 0
+    tool_output_streams: int = 0  # transcripts indexed before tool output was, whose outputs were read now
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
     failed: list[Skipped] = field(default_factory=list)  # files that could not be read or stored
@@ -98,7 +101,8 @@ class IndexReport:
         self.files += other.files
         self.files_changed += other.files_changed
         self.sessions |= other.sessions
-        for name in ("subagents", "turns", "lines", "bad_lines", "missing_files", "bytes_read", "mirrors"):
+        names = ("subagents", "turns", "lines", "bad_lines", "missing_files", "bytes_read", "mirrors")
+        for name in (*names, "tool_output_streams"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.seconds += other.seconds
         self.warnings.extend(other.warnings)
@@ -117,6 +121,7 @@ class IndexReport:
             "missing_files": self.missing_files,
             "bytes_read": self.bytes_read,
             "mirrors": self.mirrors,
+            "tool_output_streams": self.tool_output_streams,
             "seconds": round(self.seconds, 3),
             "warnings": self.warnings,
             "failed_files": len(self.failed),
@@ -195,6 +200,7 @@ def index_transcripts(
         for transcript, unchanged in zip(transcripts, quick, strict=True):
             done(transcript, unchanged or ingest_isolated(conn, config, transcript))
     report.mirrors += backfill_mirrors(conn)
+    report.tool_output_streams += backfill_tool_outputs(conn, config, transcripts, known)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -283,7 +289,12 @@ def _index_in_parallel(
         if not broken:
             try:
                 future = pool.submit(
-                    parse_stream, plan, config.chunk_max_tokens, config.chunk_overlap_tokens, config.max_line_bytes
+                    parse_stream,
+                    plan,
+                    config.chunk_max_tokens,
+                    config.chunk_overlap_tokens,
+                    config.max_line_bytes,
+                    config.tool_output_max_chars,
                 )
             except (BrokenProcessPool, RuntimeError):  # workers cannot start: the rest is parsed here
                 broken = True
@@ -333,6 +344,48 @@ def backfill_mirrors(conn: sqlite3.Connection) -> int:
         with transaction(conn):
             written += refresh_mirror(conn, session_id)
     return written
+
+
+def backfill_tool_outputs(
+    conn: sqlite3.Connection, config: Config, transcripts: list[Transcript], known: dict[str, StoredStream]
+) -> int:
+    """Read the tool outputs of transcripts indexed before tool output was (`tool_output_backfill`, migration
+    9) and store them with their turns, which stay as they are (their vectors too); returns how many
+    transcripts were read. A transcript that cannot be read now stays pending for the next run."""
+    pending = {(r[0], r[1]) for r in conn.execute("SELECT session_id, agent_id FROM tool_output_backfill")}
+    done = 0
+    for transcript in transcripts if pending else []:
+        stored = known.get(str(transcript.path))
+        if stored is None or (stored.session_id, stored.agent_id) not in pending:
+            continue
+        session_id, agent_id = stored.session_id, stored.agent_id
+        row = conn.execute("SELECT project_dir FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+        plan = Plan(transcript, session_id, agent_id, "new", project_dir=row[0] if row else None)
+        try:
+            parsed = parse_with(config, plan)
+        except Exception as exc:
+            if is_store_failure(exc):
+                raise
+            continue
+        with transaction(conn):
+            turn_ids = dict(
+                conn.execute(
+                    "SELECT line_index, id FROM turns WHERE session_id = ? AND agent_id = ?", (session_id, agent_id)
+                ).fetchall()
+            )
+            conn.execute(
+                "DELETE FROM tool_outputs WHERE turn_id IN "
+                "(SELECT id FROM turns WHERE session_id = ? AND agent_id = ?)",
+                (session_id, agent_id),
+            )
+            for prepared in parsed.turns:
+                if prepared.turn.line_index in turn_ids:
+                    write_tool_outputs(conn, turn_ids[prepared.turn.line_index], prepared.turn)
+            conn.execute(
+                "DELETE FROM tool_output_backfill WHERE session_id = ? AND agent_id = ?", (session_id, agent_id)
+            )
+        done += 1
+    return done
 
 
 def session_transcripts(path: Path, agent: str = "claude") -> list[Transcript]:

@@ -346,7 +346,21 @@ def _write_turns(conn: sqlite3.Connection, session_id: str, turns: list[Prepared
             "INSERT INTO file_mentions (turn_id, session_id, file_path, tool_name) VALUES (?, ?, ?, ?)",
             [(turn_id, session_id, path, tool) for path, tool in prepared.files],
         )
+        assert turn_id is not None
+        write_tool_outputs(conn, turn_id, turn)
     return written
+
+
+def write_tool_outputs(conn: sqlite3.Connection, turn_id: int, turn: Turn) -> None:
+    """Store the tool outputs of a stored turn (they are searched on request only, never embedded)."""
+    conn.executemany(
+        "INSERT INTO tool_outputs (turn_id, line_index, tool_name, is_error, chars, text, fts_text) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            (turn_id, out.line_index, out.tool_name, int(out.is_error), out.chars, out.text, fts_text(out.text))
+            for out in turn.tool_outputs
+        ],
+    )
 
 
 # --- one transcript: plan (read the state), parse (read the file), write (one transaction) -----------
@@ -439,7 +453,11 @@ class ParsedStream:
 
 
 def parse_stream(
-    plan: Plan, max_tokens: int, overlap_tokens: int, max_line_bytes: int = Config.max_line_bytes
+    plan: Plan,
+    max_tokens: int,
+    overlap_tokens: int,
+    max_line_bytes: int = Config.max_line_bytes,
+    tool_output_chars: int = Config.tool_output_max_chars,
 ) -> ParsedStream:
     """Read a planned transcript from its resume point into entries and prepared turns.
 
@@ -450,7 +468,7 @@ def parse_stream(
     read_before = state.last_line_index  # lines below this were read, and their bad ones counted, before
     parsed = ParsedStream(state.resume_line_index, state.resume_offset)
     parsed.end_offset, parsed.next_line = state.resume_offset, state.resume_line_index
-    builder = TurnBuilder(agent_id, is_sidechain=bool(agent_id))
+    builder = TurnBuilder(agent_id, is_sidechain=bool(agent_id), tool_output_chars=tool_output_chars)
     offsets: dict[int, int] = {}
     lines = stream_entries(transcript, state.resume_offset, state.resume_line_index, max_line_bytes)
     for line, entry in lines:
@@ -484,6 +502,7 @@ def parse_stream(
                 entry.message_id,
                 text or None,
                 int(entry.is_sidechain or bool(agent_id)),
+                fts_text(text) if text else None,
             )
         )
     resume = builder.resume_line_index
@@ -503,6 +522,13 @@ def parse_stream(
     return parsed
 
 
+def parse_with(config: Config, plan: Plan) -> ParsedStream:
+    """`parse_stream` with the settings of `config`."""
+    return parse_stream(
+        plan, config.chunk_max_tokens, config.chunk_overlap_tokens, config.max_line_bytes, config.tool_output_max_chars
+    )
+
+
 def write_stream(conn: sqlite3.Connection, config: Config, plan: Plan, parsed: ParsedStream) -> FileReport:
     """Store a parsed transcript (inside the caller's transaction) and rebuild its session's mirror."""
     session_id, agent_id, transcript = plan.session_id, plan.agent_id, plan.transcript
@@ -512,6 +538,8 @@ def write_stream(conn: sqlite3.Connection, config: Config, plan: Plan, parsed: P
     _ensure_session(conn, session_id, transcript.agent, config, now)
     if plan.status == "rewritten":
         _reset_stream(conn, session_id, agent_id)
+    if plan.status != "appended":  # read whole: every turn gets its tool outputs now
+        conn.execute("DELETE FROM tool_output_backfill WHERE session_id = ? AND agent_id = ?", (session_id, agent_id))
     # What follows the resume point is rebuilt: its entries, the provisional turn (its chunks by cascade), and
     # the links and unknown records read from those lines.
     for table in _STREAM_TABLES:
@@ -521,7 +549,7 @@ def write_stream(conn: sqlite3.Connection, config: Config, plan: Plan, parsed: P
         )
     conn.executemany(
         "INSERT INTO entries (session_id, agent_id, line_index, entry_type, kind, role, timestamp, uuid, "
-        "parent_uuid, message_id, text, is_sidechain) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "parent_uuid, message_id, text, is_sidechain, fts_text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [(session_id, agent_id, *row) for row in parsed.rows],
     )
     facts = parsed.facts
@@ -608,9 +636,7 @@ def ingest_planned(conn: sqlite3.Connection, config: Config, plan: Plan, parsed:
             report = idle_report(current)
         else:
             if parsed is None or not current.same_work(plan):
-                parsed = parse_stream(
-                    current, config.chunk_max_tokens, config.chunk_overlap_tokens, config.max_line_bytes
-                )
+                parsed = parse_with(config, current)
             report = write_stream(conn, config, current, parsed)
     return archived(conn, config, plan.transcript, report)
 
@@ -626,7 +652,7 @@ def ingest_transcript(conn: sqlite3.Connection, config: Config, transcript: Tran
             report = idle_report(plan)
         else:
             try:
-                parsed = parse_stream(plan, config.chunk_max_tokens, config.chunk_overlap_tokens, config.max_line_bytes)
+                parsed = parse_with(config, plan)
             except FileNotFoundError:
                 plan.status = "missing"
                 return idle_report(plan)

@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from memex.ingest.mentions import at_mentions, normalize_path, tool_paths
-from memex.redact import clear_cut
+from memex.redact import CUT_LOOKAHEAD, clear_cut, secret_spans
 from memex.sources.model import Entry
 from memex.textutil import shorten
 
@@ -24,6 +24,36 @@ MAX_SUMMARY_FILES = 25
 MAX_SUMMARY_COMMANDS = 10
 
 _CONVERSATION_KINDS = {"prompt", "compact_summary", "assistant", "tool_result", "user_meta"}
+# What a long tool output keeps of its end (the rest of its bound is its start): a failing run's summary,
+# the last line of a traceback and an exit status are there.
+TOOL_OUTPUT_TAIL_SHARE = 0.25
+
+
+@dataclass
+class ToolOutput:
+    """The output of one tool call, bounded (`bounded_output`), with the tool's name when the call was seen."""
+
+    line_index: int
+    tool_name: str | None
+    is_error: bool
+    chars: int  # the output's whole length
+    text: str
+
+
+def bounded_output(text: str, max_chars: int) -> str:
+    """`text`, or when longer than `max_chars` its start and its end (TOOL_OUTPUT_TAIL_SHARE of the bound)
+    around a marker saying how much was left out; neither cut falls inside a secret (redaction must still
+    recognise it)."""
+    if len(text) <= max_chars:
+        return text
+    head_end = clear_cut(text, max_chars - int(max_chars * TOOL_OUTPUT_TAIL_SHARE))
+    tail_start = len(text) - int(max_chars * TOOL_OUTPUT_TAIL_SHARE)
+    window = max(head_end, tail_start - CUT_LOOKAHEAD)  # a secret crossing the tail's start is near it
+    for span in secret_spans(text[window : tail_start + CUT_LOOKAHEAD]):
+        if span.start + window < tail_start < span.end + window:
+            tail_start = span.end + window
+    left_out = tail_start - head_end
+    return f"{text[:head_end]}\n[… {left_out} characters left out by memex …]\n{text[tail_start:]}"
 
 
 @dataclass
@@ -44,6 +74,8 @@ class Turn:
     tool_counts: Counter[str] = field(default_factory=Counter)
     commands: list[str] = field(default_factory=list)
     raw_files: list[tuple[str, str]] = field(default_factory=list)  # (path as written, tool name)
+    tool_outputs: list[ToolOutput] = field(default_factory=list)
+    tool_names: dict[str, str] = field(default_factory=dict)  # call id -> tool name
     _seen_blocks: set[tuple[str | None, str]] = field(default_factory=set)
 
     @property
@@ -93,8 +125,9 @@ class Turn:
 class TurnBuilder:
     """Feed it one stream's entries in line order (`add`), then `finish` to get its turns."""
 
-    def __init__(self, agent_id: str = "", is_sidechain: bool = False) -> None:
+    def __init__(self, agent_id: str = "", is_sidechain: bool = False, tool_output_chars: int = 16_000) -> None:
         self.agent_id = agent_id
+        self.tool_output_chars = tool_output_chars
         self.is_sidechain = is_sidechain
         self.turns: list[Turn] = []
         self.current: Turn | None = None
@@ -154,6 +187,19 @@ class TurnBuilder:
         turn.started_at = turn.started_at or entry.timestamp
         if entry.kind == "assistant":
             self._add_assistant(turn, entry)
+        self._add_tool_outputs(turn, entry)
+
+    def _add_tool_outputs(self, turn: Turn, entry: Entry) -> None:
+        for block in entry.blocks:
+            if block.kind != "tool_result" or not block.text.strip():
+                continue
+            key = (entry.message_id, f"result:{block.tool_use_id}")
+            if entry.message_id and block.tool_use_id and key in turn._seen_blocks:
+                continue
+            turn._seen_blocks.add(key)
+            name = turn.tool_names.get(block.tool_use_id or "")
+            text = bounded_output(block.text, self.tool_output_chars)
+            turn.tool_outputs.append(ToolOutput(entry.line_index, name, block.is_error, len(block.text), text))
 
     def _add_assistant(self, turn: Turn, entry: Entry) -> None:
         # Lines sharing a message id are one response; some versions repeat a block on later lines.
@@ -170,6 +216,8 @@ class TurnBuilder:
                     continue
                 turn._seen_blocks.add(key)
                 tool = block.tool
+                if tool.id:
+                    turn.tool_names[tool.id] = tool.name
                 turn.tool_counts[tool.name] += 1
                 turn.raw_files.extend((path, tool.name) for path in tool_paths(tool))
                 command = tool.input.get("command")

@@ -118,7 +118,10 @@ def build_server(config: Config) -> tuple[MCPServer[Any], Door]:
         "session_id, agent_id ('' for the main agent, else a subagent), started_at, project_dir, title, "
         "prompt_text, full_text, tool_summary, matched_chunk, score; long fields are cut to "
         f"{HIT_FIELD_CHARS} characters (named in `truncated`: read the whole turn with show_session). One "
-        "result per session, best first. Use it before redoing work that was probably done before.",
+        "result per session, best first. Use it before redoing work that was probably done before. "
+        "scope='tools' searches the output of the tools the turns ran instead (exact error text, log lines; "
+        "by words): each result then names tool_name and matched_chunk is an excerpt of that output. role='user' "
+        "or 'assistant' keeps to what that voice wrote (by words).",
     )
     async def search(
         query: Annotated[str, Field(description="What to look for.", min_length=1)],
@@ -133,6 +136,17 @@ def build_server(config: Config) -> tuple[MCPServer[Any], Door]:
         file: Annotated[str | None, Field(description="Only turns that read or changed this file path.")] = None,
         pr: PrArg = None,
         session: Annotated[str | None, Field(description="Only this session (an id or unique prefix).")] = None,
+        scope: Annotated[
+            Literal["conversation", "tools", "all"],
+            Field(
+                description="conversation (default): what was said; tools: what the tools printed (by words); "
+                "all: both, interleaved."
+            ),
+        ] = "conversation",
+        role: Annotated[
+            Literal["user", "assistant"] | None,
+            Field(description="Only what the user (prompts) or the assistant (its messages) wrote (by words)."),
+        ] = None,
         limit: Annotated[int, Field(description="Results per page.", ge=1, le=50)] = 10,
         offset: OffsetArg = 0,
     ) -> str:
@@ -143,7 +157,14 @@ def build_server(config: Config) -> tuple[MCPServer[Any], Door]:
             filters = _filters(
                 project=project, agent=agent, since=since, until=until, file=file, pr=pr, session=session
             )
-            found = memex.search(query, filters, limit=offset + limit, mode=mode)
+            found = memex.search(
+                query,
+                filters,
+                limit=offset + limit,
+                mode=mode,
+                scope=scope,
+                role=role,
+            )
             hits = []
             for hit in found.hits[offset:]:
                 data = hit.to_json()

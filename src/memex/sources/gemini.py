@@ -503,7 +503,9 @@ def _user_entry(entry: Entry, message: dict[str, Any]) -> Entry | BadLine:
     entry.role = "user"
     if parts and all("functionResponse" in p for p in parts):
         entry.kind = "tool_result"
-        entry.blocks = [Block("tool_result", _response_text(parts))]
+        response = parts[0].get("functionResponse") if isinstance(parts[0], dict) else None
+        call_id = _str(response.get("id")) if isinstance(response, dict) else None  # names the tool that ran
+        entry.blocks = [Block("tool_result", _response_text(parts), tool_use_id=call_id)]
         return entry
     full = _text(parts)
     shown = _parts(message.get("displayContent"))  # what was typed, when the CLI expanded it

@@ -516,6 +516,64 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (session_id, computer)
     );
     """,
+    # 9: tool output and the voices of the conversation, searchable on request (`memex search --in tools`,
+    # `--role user|assistant`); lexical only, so neither gets an embed job. `tool_outputs`: the output of each
+    # tool call of a turn (tool results are not in `entries.text`), bounded at ingest (the head and the tail
+    # of a long output: `tool_output_max_chars`), with the tool's name when the call was seen; it belongs
+    # to its turn (a rebuilt turn rebuilds its outputs) and stays on this computer (mirrors never read it).
+    # `tool_output_backfill`: the streams indexed before this migration, whose outputs `memex index` reads
+    # from their transcripts without rebuilding their turns (a rebuild would re-embed every chunk).
+    # `entries_fts`: the words of each prompt (the user's) and each assistant message, the text entries
+    # already hold, indexed per entry so a search can keep to one voice; `entries.fts_text` is the
+    # CJK-spaced form as for chunks (entries stored before this migration are indexed as they are).
+    """
+    CREATE TABLE tool_outputs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        turn_id INTEGER NOT NULL REFERENCES turns(id) ON DELETE CASCADE,
+        line_index INTEGER NOT NULL,
+        tool_name TEXT,
+        is_error INTEGER NOT NULL DEFAULT 0,
+        chars INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        fts_text TEXT
+    );
+    CREATE INDEX tool_outputs_turn_id ON tool_outputs(turn_id);
+    CREATE VIEW tool_outputs_fts_source AS SELECT id, coalesce(fts_text, text) AS body FROM tool_outputs;
+    CREATE VIRTUAL TABLE tool_outputs_fts USING fts5(
+        body, content='tool_outputs_fts_source', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER tool_outputs_fts_insert AFTER INSERT ON tool_outputs BEGIN
+        INSERT INTO tool_outputs_fts(rowid, body) VALUES (new.id, coalesce(new.fts_text, new.text));
+    END;
+    CREATE TRIGGER tool_outputs_fts_delete AFTER DELETE ON tool_outputs BEGIN
+        INSERT INTO tool_outputs_fts(tool_outputs_fts, rowid, body)
+        VALUES ('delete', old.id, coalesce(old.fts_text, old.text));
+    END;
+
+    CREATE TABLE tool_output_backfill (
+        session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
+        agent_id TEXT NOT NULL DEFAULT '',
+        PRIMARY KEY (session_id, agent_id)
+    );
+    INSERT INTO tool_output_backfill (session_id, agent_id)
+        SELECT DISTINCT session_id, agent_id FROM turns;
+
+    ALTER TABLE entries ADD COLUMN fts_text TEXT;
+    CREATE VIEW entries_fts_source AS SELECT id, coalesce(fts_text, text) AS body FROM entries
+        WHERE kind IN ('prompt', 'assistant') AND text IS NOT NULL;
+    CREATE VIRTUAL TABLE entries_fts USING fts5(
+        body, content='entries_fts_source', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
+    );
+    INSERT INTO entries_fts(entries_fts) VALUES ('rebuild');
+    CREATE TRIGGER entries_fts_insert AFTER INSERT ON entries
+    WHEN new.kind IN ('prompt', 'assistant') AND new.text IS NOT NULL BEGIN
+        INSERT INTO entries_fts(rowid, body) VALUES (new.id, coalesce(new.fts_text, new.text));
+    END;
+    CREATE TRIGGER entries_fts_delete AFTER DELETE ON entries
+    WHEN old.kind IN ('prompt', 'assistant') AND old.text IS NOT NULL BEGIN
+        INSERT INTO entries_fts(entries_fts, rowid, body) VALUES ('delete', old.id, coalesce(old.fts_text, old.text));
+    END;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -287,6 +287,7 @@ def statistics(conn: sqlite3.Connection, db_path: Path) -> dict[str, Any]:
         "turns": count("SELECT count(*) FROM turns"),
         "provisional_turns": count("SELECT count(*) FROM turns WHERE provisional = 1"),
         "chunks": count("SELECT count(*) FROM chunks"),
+        "tool_outputs": count("SELECT count(*) FROM tool_outputs"),
         "file_mentions": count("SELECT count(*) FROM file_mentions"),
         "pr_links": count("SELECT count(*) FROM pr_links"),
         "mirrors": count("SELECT count(*) FROM mirrors"),
@@ -478,3 +479,9 @@ def session_of_transcript(conn: sqlite3.Connection, resolved_path: str) -> str |
 def mirror_count(conn: sqlite3.Connection, computer: str) -> int:
     """How many mirrors received from `computer` this store holds."""
     return int(conn.execute("SELECT count(*) FROM mirror_records WHERE computer = ?", (computer,)).fetchone()[0])
+
+
+def tool_output_text(conn: sqlite3.Connection, output_id: object) -> str | None:
+    """The stored (bounded) text of one tool output, or None."""
+    row = conn.execute("SELECT text FROM tool_outputs WHERE id = ?", (output_id,)).fetchone()
+    return row[0] if row else None

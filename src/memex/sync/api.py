@@ -5,8 +5,9 @@ connection and return its JSON (`memex.results` documents the shapes); `sync/ser
 | route | answers |
 | --- | --- |
 | `GET /health` (no token) | `{"ok": true, "computer", "version"}` |
-| `GET /v1/search?q=…&limit=&agent=&project=&since=&until=&session=` | `{"computer", "results"}`: this |
-| | computer's own sessions, as `memex search --json` gives them |
+| `GET /v1/search?q=…&limit=&agent=&project=&since=&until=&session=&in=&role=` | `{"computer", "results"}`: |
+| | this computer's own sessions, as `memex search --json` gives them (`in=tools`: tool output, `in=all`: |
+| | both; `role=user` or `assistant`: one voice of the conversation) |
 | `GET /v1/sessions/<id>/mirror` | `{"session", "mirror"}` of a session indexed here |
 | `GET /v1/sessions/<id>/raw` | the transcript file of a session indexed here (or its archived copy) |
 
@@ -23,11 +24,13 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memex.api import Memex
 from memex.config import Config
 from memex.errors import ApiFailure, UserError
+from memex.search.scoped import ROLES, SCOPES
 from memex.store.queries import Filters
 
 if TYPE_CHECKING:
@@ -39,7 +42,18 @@ MAX_LIMIT = 100
 # Longer than any question a person types; a query of thousands of words costs the FTS and the model
 # time that nobody asked for.
 MAX_QUERY_CHARS = 1000
-SEARCH_PARAMETERS = ("q", "limit", "agent", "project", "since", "until", "session")
+SEARCH_PARAMETERS = ("q", "limit", "agent", "project", "since", "until", "session", "in", "role")
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """What a `/v1/search` request asks."""
+
+    text: str
+    filters: Filters
+    limit: int
+    scope: str = "conversation"
+    role: str | None = None
 
 
 def parse_address(address: str) -> tuple[str, int]:
@@ -60,8 +74,9 @@ def advertised_url(config: Config, host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def search_request(query: Mapping[str, str]) -> tuple[str, Filters, int]:
-    """The query text, filters and limit of a `/v1/search` request (ApiFailure 400 when one is bad)."""
+def search_request(query: Mapping[str, str]) -> SearchRequest:
+    """The query text, filters, limit, scope and role of a `/v1/search` request (ApiFailure 400 when one is
+    bad)."""
     for name in SEARCH_PARAMETERS:
         if "\x00" in query.get(name, ""):
             raise ApiFailure(400, f"{name} contains a NUL byte")
@@ -78,12 +93,21 @@ def search_request(query: Mapping[str, str]) -> tuple[str, Filters, int]:
         filters = Filters.parse({name: query.get(name) for name in ("project", "agent", "since", "until", "session")})
     except UserError as exc:
         raise ApiFailure(400, str(exc)) from None
-    return text, filters, limit
+    scope, role = query.get("in") or "conversation", query.get("role") or None
+    if scope not in SCOPES:
+        raise ApiFailure(400, f"in must be one of {', '.join(SCOPES)}")
+    if role is not None and role not in ROLES:
+        raise ApiFailure(400, f"role must be one of {', '.join(ROLES)}")
+    if scope != "conversation" and role:
+        raise ApiFailure(400, "role does not apply to tool output")
+    return SearchRequest(text, filters, limit, scope, role)
 
 
-def search(conn: sqlite3.Connection, config: Config, text: str, filters: Filters, limit: int) -> dict[str, Any]:
+def search(conn: sqlite3.Connection, config: Config, request: SearchRequest) -> dict[str, Any]:
     """The body of `/v1/search`."""
-    return Memex(config, conn).computer_search(text, filters, limit).to_json()
+    memex = Memex(config, conn)
+    found = memex.computer_search(request.text, request.filters, request.limit, scope=request.scope, role=request.role)
+    return found.to_json()
 
 
 def checked_session_id(session_id: str) -> str:

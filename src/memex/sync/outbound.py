@@ -3,7 +3,8 @@
 A hit carries pieces cut from longer texts: the chunk that matched (a slice of its turn), an excerpt,
 the message around a mirror's match. A secret the cut split (a key body without its `BEGIN` line, the
 second half of a token) is no longer recognisable in the piece, so every piece is redacted as a part of
-the whole text it was cut from, or cut again from the redacted whole.
+the whole text it was cut from, or cut again from the redacted whole (a tool output's excerpt: from the
+redacted output).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from memex.mirrors.model import mirror_from_row
 from memex.mirrors.search import excerpt, message_context
 from memex.redact import redact, redact_slice
 from memex.search.highlight import spans_json
-from memex.store.queries import mirror_row
+from memex.search.scoped import excerpt_of
+from memex.store.queries import mirror_row, tool_output_text
 
 # Whole texts of a hit, redacted as they are.
 _WHOLE_FIELDS = ("prompt_text", "title", "tool_summary")
@@ -29,6 +31,9 @@ def redacted_hit(conn: sqlite3.Connection, hit: dict[str, Any], query: str) -> d
         _mirror_pieces(conn, clean, query)
     else:
         _turn_pieces(clean, query)
+    if hit.get("source") == "tool":  # the excerpt is of a tool's output: cut again from the redacted output
+        output = tool_output_text(conn, hit.get("tool_output_id"))
+        clean["matched_chunk"] = excerpt_of(redact(output)[0], query) if output else ""
     for name in _WHOLE_FIELDS:
         if isinstance(clean.get(name), str):
             clean[name] = redact(clean[name])[0]

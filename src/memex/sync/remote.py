@@ -65,13 +65,24 @@ def client_for(config: Config, name: str, conn: sqlite3.Connection | None) -> Ap
 
 
 def remote_search(
-    config: Config, name: str, conn: sqlite3.Connection | None, query: str, filters: Filters, limit: int
+    config: Config,
+    name: str,
+    conn: sqlite3.Connection | None,
+    query: str,
+    filters: Filters,
+    limit: int,
+    *,
+    scope: str = "conversation",
+    role: str | None = None,
 ) -> list[dict[str, Any]]:
-    """`memex search --computer NAME`: that computer's own sessions matching `query`, asked of its daemon."""
+    """`memex search --computer NAME`: that computer's own sessions matching `query`, asked of its daemon
+    (in tool output with `scope` "tools"; in one voice with `role`)."""
     client = client_for(config, name, conn)
     return client.search(
         query,
         limit,
+        **{"in": scope if scope != "conversation" else None},
+        role=role,
         project=filters.project,
         agent=filters.agent,
         since=filters.since,

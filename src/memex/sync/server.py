@@ -190,9 +190,9 @@ class _Routes:
         return _json(200, {"ok": True, "computer": self.config.computer, "version": memex.__version__})
 
     async def search(self, request: Request) -> Response:
-        text, filters, limit = api.search_request(request.query_params)
+        asked = api.search_request(request.query_params)
         async with self.searches:
-            found = await self._with_store(request, lambda conn: api.search(conn, self.config, text, filters, limit))
+            found = await self._with_store(request, lambda conn: api.search(conn, self.config, asked))
         return _json(200, found)
 
     async def mirror(self, request: Request) -> Response:

@@ -21,6 +21,7 @@ from memex.api import Memex
 from memex.config import Config
 from memex.errors import MemexError, UserError
 from memex.mirrors.model import LABELS
+from memex.search.scoped import ROLES, SCOPES
 from memex.store.queries import Filters
 from memex.textutil import plain_title
 from memex.web import render
@@ -104,6 +105,8 @@ class Pages:
         level = params.get("level") or ""
         if mode not in SEARCH_MODES or level not in SEARCH_LEVELS:
             raise UserError(f"unknown search mode or level: {mode!r}, {level!r}")
+        scope = params.get("in") or "conversation"
+        role = params.get("role") or None
         limit = _int(params.get("limit"), 20, "limit")
         per_session = _int(params.get("per_session"), 1, "per_session", high=50)
         filters = Filters.parse({name: params.get(name) or None for name in SEARCH_FILTERS})
@@ -111,10 +114,24 @@ class Pages:
         if query:
             with self.memex() as memex:
                 found = memex.search(
-                    query, filters, limit=limit, mode=mode, level=level or None, per_session=per_session
+                    query,
+                    filters,
+                    limit=limit,
+                    mode=mode,
+                    level=level or None,
+                    per_session=per_session,
+                    scope=scope,
+                    role=role,
                 )
         return self.page(
-            "search.html", found=found, query=query, params=params, modes=SEARCH_MODES, levels=SEARCH_LEVELS
+            "search.html",
+            found=found,
+            query=query,
+            params=params,
+            modes=SEARCH_MODES,
+            levels=SEARCH_LEVELS,
+            scopes=SCOPES,
+            roles=("", *ROLES),
         )
 
     def related(self, request: Request) -> Response:
