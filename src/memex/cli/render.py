@@ -4,18 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    TextColumn,
-    TimeRemainingColumn,
-)
 from rich.text import Text
+
+# Progress bars are imported by the commands that draw them (rich.progress costs a read command's start).
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress, ProgressColumn
 
 
 def short_time(timestamp: str | None) -> str:
@@ -51,6 +47,8 @@ def styled(value: str, style: str) -> Text:
 @contextmanager
 def _progress(console: Console, total: int, description: str, counter: ProgressColumn) -> Iterator[Progress]:
     """A progress bar on the console (hidden when it is not a terminal), with a `current` field."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -68,9 +66,13 @@ def _progress(console: Console, total: int, description: str, counter: ProgressC
 
 def byte_progress(console: Console, total: int, description: str) -> AbstractContextManager[Progress]:
     """A progress bar over bytes."""
+    from rich.progress import DownloadColumn
+
     return _progress(console, total, description, DownloadColumn())
 
 
 def count_progress(console: Console, total: int, description: str) -> AbstractContextManager[Progress]:
     """A progress bar over items (n/total, time left)."""
+    from rich.progress import MofNCompleteColumn
+
     return _progress(console, total, description, MofNCompleteColumn())

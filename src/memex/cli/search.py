@@ -10,7 +10,6 @@ from rich.text import Text
 from memex.cli.app import App
 from memex.cli.options import build_filters, filter_options, json_option
 from memex.cli.render import project_name, short_time, subagent_label
-from memex.cli.show import styled_turn_text
 from memex.search.highlight import highlighted_excerpt
 from memex.search.hybrid import LEVELS, MODES
 from memex.textutil import shorten
@@ -81,9 +80,15 @@ def search_command(
         out.print(head)
         if hit.title:
             out.print(Text("   " + shorten(hit.title, 100), style="bold"))
-        body = styled_turn_text(hit.full_text, drop_reaction=False) if full else marked_excerpt(hit.matched_chunk, text)
-        out.print(body)
+        out.print(whole_turn(hit.full_text) if full else marked_excerpt(hit.matched_chunk, text))
         out.print()
+
+
+def whole_turn(full_text: str) -> Text:
+    """A hit's whole turn, styled as `memex show` prints it (imported only for --full)."""
+    from memex.cli.show import styled_turn_text
+
+    return styled_turn_text(full_text, drop_reaction=False)
 
 
 def marked_excerpt(matched: str, query: str) -> Text:
