@@ -18,12 +18,12 @@ LEAD_CHARS = 80
 
 def _tokens(text: str) -> list[tuple[str, int, int]]:
     """(folded token, start, end) of every FTS token of `text` (a CJK character is a token)."""
-    if text.isascii():  # no CJK, no diacritics: folding is lower case, offsets stay
-        return [(match.group(0).lower(), *match.span()) for match in FTS_TOKEN.finditer(text)]
     found = []
     for match in FTS_TOKEN.finditer(text):
         word, start = match.group(0), match.start()
-        if has_cjk(word):
+        if word.isascii():  # most tokens: folding is lower case
+            found.append((word.lower(), start, match.end()))
+        elif has_cjk(word):
             for offset, char in enumerate(word):
                 found.append((fold(char), start + offset, start + offset + 1))
         else:
