@@ -80,7 +80,7 @@ def search_command(
         out.print(head)
         if hit.title:
             out.print(Text("   " + shorten(hit.title, 100), style="bold"))
-        out.print(whole_turn(hit.full_text) if full else marked_excerpt(hit.matched_chunk, text))
+        out.print(whole_turn(hit.full_text) if full else marked_excerpt(hit.matched_chunk, text, hit.spans))
         out.print()
 
 
@@ -91,10 +91,11 @@ def whole_turn(full_text: str) -> Text:
     return styled_turn_text(full_text, drop_reaction=False)
 
 
-def marked_excerpt(matched: str, query: str) -> Text:
-    """The excerpt of a hit, indented, with the query's words in bold."""
-    excerpt, spans = highlighted_excerpt(matched, query, EXCERPT_CHARS)
+def marked_excerpt(matched: str, query: str, spans: list[list[int]] | None = None) -> Text:
+    """The excerpt of a hit, indented, with the query's words in bold (`spans`: the hit's, when it has them)."""
+    known = None if spans is None else [(start, end) for start, end in spans]
+    excerpt, spans_in_excerpt = highlighted_excerpt(matched, query, EXCERPT_CHARS, known)
     body = Text("   " + excerpt)
-    for start, end in spans:
+    for start, end in spans_in_excerpt:
         body.stylize("bold yellow", start + 3, end + 3)
     return body
