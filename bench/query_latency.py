@@ -3,6 +3,7 @@
 
     uv run python bench/query_latency.py                          # 100k turns, 30 queries, 10 cold runs
     uv run python bench/query_latency.py --turns 20000 --queries 15 --cold 5
+    uv run python bench/query_latency.py --setup now --hogs 0   # the defaults alone, nothing beside them
 
 The store is the synthetic 100k-turn store of bench/search.py (built on first use, cached in
 bench/.cache/search). Two set-ups are measured, each in processes of their own:
@@ -204,7 +205,8 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=30, help="queries per warm measurement")
     parser.add_argument("--cold", type=int, default=10, help="`memex search` processes per measurement")
-    parser.add_argument("--hogs", type=int, default=os.cpu_count() or 2, help="busy loops in the hog rows")
+    parser.add_argument("--hogs", type=int, default=os.cpu_count() or 2, help="busy loops in the hog rows (0: none)")
+    parser.add_argument("--setup", choices=("all", "before", "now"), default="all", help="which set-ups to measure")
     parser.add_argument("--serve-api", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_api:
@@ -223,8 +225,10 @@ def main() -> None:
     for column in ("set-up", "beside it", "warm /v1/search", "warm prompt recall", "`memex search` (new process)"):
         table.add_column(column, justify="left" if column in ("set-up", "beside it") else "right")
     for name, setup in SETUPS.items():
+        if args.setup != "all" and not name.startswith(args.setup):
+            continue
         env = environment(home, setup)
-        for hog_count in (0, args.hogs):
+        for hog_count in dict.fromkeys((0, args.hogs)):
             console.print(f"{name}, {hog_count} hogs …", style="dim")
             api = api_latencies(env, chosen, hog_count)
             recall = recall_latencies(env, chosen, hog_count)

@@ -3,26 +3,42 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import cache
+
+
+def lazy_pattern(pattern: str, flags: int = 0) -> Callable[[], re.Pattern[str]]:
+    """`pattern`, compiled on its first use and kept: a class over large Unicode ranges costs milliseconds
+    to compile, which every process importing this module would pay whether it matches or not."""
+    return cache(lambda: re.compile(pattern, flags))
+
 
 # Han, Hiragana, Katakana, Hangul and CJK punctuation-free ranges. Scripts written without spaces
 # (and Korean, which glues particles to words) are indexed one character per token.
-_CJK_CLASS = (
-    "\u3040-\u30ff"  # Hiragana, Katakana
-    "\u3400-\u4dbf"  # CJK extension A
-    "\u4e00-\u9fff"  # CJK unified ideographs
-    "\uf900-\ufaff"  # CJK compatibility ideographs
-    "\uac00-\ud7af"  # Hangul syllables
-    "\u1100-\u11ff"  # Hangul jamo
+_CJK_RANGES = (
+    ("\u3040", "\u30ff"),  # Hiragana, Katakana
+    ("\u3400", "\u4dbf"),  # CJK extension A
+    ("\u4e00", "\u9fff"),  # CJK unified ideographs
+    ("\uf900", "\ufaff"),  # CJK compatibility ideographs
+    ("\uac00", "\ud7af"),  # Hangul syllables
+    ("\u1100", "\u11ff"),  # Hangul jamo
 )
-_CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
-_TOKEN = re.compile(f"[{_CJK_CLASS}]|[^\\W{_CJK_CLASS}]+|[^\\w\\s]")
+_CJK_FIRST = min(low for low, _ in _CJK_RANGES)
+_CJK_CLASS = "".join(f"{low}-{high}" for low, high in _CJK_RANGES)
+_CJK_CHAR = lazy_pattern(f"[{_CJK_CLASS}]")
+_TOKEN = lazy_pattern(f"[{_CJK_CLASS}]|[^\\W{_CJK_CLASS}]+|[^\\w\\s]")
 _SYSTEM_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>\s*", re.DOTALL)
 
 
 def has_cjk(text: str) -> bool:
-    """True when the text holds any Chinese, Japanese or Korean character."""
-    return _CJK_CHAR.search(text) is not None
+    """True when the text holds any Chinese, Japanese or Korean character.
+
+    Its distinct characters are compared with the ranges: a regular expression over them takes milliseconds
+    to compile, more than a short command spends on everything it searches."""
+    if text.isascii():
+        return False
+    return any(low <= char <= high for char in set(text) if char >= _CJK_FIRST for low, high in _CJK_RANGES)
 
 
 def fts_text(text: str) -> str | None:
@@ -34,17 +50,17 @@ def fts_text(text: str) -> str | None:
     """
     if not has_cjk(text):
         return None
-    return _CJK_CHAR.sub(lambda m: f" {m.group(0)} ", text)
+    return _CJK_CHAR().sub(lambda m: f" {m.group(0)} ", text)
 
 
 def token_spans(text: str) -> list[tuple[int, int]]:
     """Start/end offsets of the estimated tokens of `text` (words, CJK characters, punctuation)."""
-    return [m.span() for m in _TOKEN.finditer(text)]
+    return [m.span() for m in _TOKEN().finditer(text)]
 
 
 def estimate_tokens(text: str) -> int:
     """A cheap, model-free token estimate (a little below a word-piece count for English)."""
-    return sum(1 for _ in _TOKEN.finditer(text))
+    return sum(1 for _ in _TOKEN().finditer(text))
 
 
 def strip_system_reminders(text: str) -> str:

@@ -40,3 +40,12 @@ def test_the_terminal_marks_the_spans() -> None:
     text = marked_excerpt("The parse_config_file call failed", "parse_config_file")
     styled = [text.plain[span.start : span.end] for span in text.spans]
     assert styled == ["parse_config_file"] and "bold" in str(text.spans[0].style)
+
+
+def test_an_excerpt_from_the_spans_a_hit_carries_is_the_one_found_afresh() -> None:
+    text = "setup: " + "words before " * 20 + "then parse_config_file failed twice, parse_config_file again"
+    query = "parse_config_file failed"
+    assert highlighted_excerpt(text, query, 120, match_spans(text, query)) == highlighted_excerpt(text, query, 120)
+    assert marked_excerpt(text, query, [list(s) for s in match_spans(text, query)]).spans == (
+        marked_excerpt(text, query).spans
+    )

@@ -4,23 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    SpinnerColumn,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.text import Text
 
 from memex.textutil import display_time, plain_title, shorten
+
+# Progress bars are imported by the commands that draw them (rich.progress costs a read command's start).
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress, ProgressColumn, TaskID
 
 
 def short_time(timestamp: str | None, utc: bool = False) -> str:
@@ -63,6 +56,8 @@ def styled(value: str, style: str) -> Text:
 @contextmanager
 def _progress(console: Console, total: int, description: str, counter: ProgressColumn) -> Iterator[Progress]:
     """A progress bar on the console (hidden when it is not a terminal), with a `current` field."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -80,11 +75,15 @@ def _progress(console: Console, total: int, description: str, counter: ProgressC
 
 def byte_progress(console: Console, total: int, description: str) -> AbstractContextManager[Progress]:
     """A progress bar over bytes."""
+    from rich.progress import DownloadColumn
+
     return _progress(console, total, description, DownloadColumn())
 
 
 def count_progress(console: Console, total: int, description: str) -> AbstractContextManager[Progress]:
     """A progress bar over items (n/total, time left)."""
+    from rich.progress import MofNCompleteColumn
+
     return _progress(console, total, description, MofNCompleteColumn())
 
 
@@ -92,6 +91,8 @@ def count_progress(console: Console, total: int, description: str) -> AbstractCo
 def step_progress(console: Console) -> Iterator[Callable[[str, int, int | None], None]]:
     """A callback `(step, done, total)` that shows the current step as a bar on the console (a terminal only,
     from the first call): a pulsing bar while the step cannot be counted (`total` None), then n/total."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     progress = Progress(
         SpinnerColumn(),
         TextColumn("[bold]{task.description}"),

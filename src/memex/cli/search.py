@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.text import Text
@@ -10,11 +10,12 @@ from rich.text import Text
 from memex.cli.app import App
 from memex.cli.options import build_filters, display_options, filter_options, json_option
 from memex.cli.render import project_name, subagent_label, title_text
-from memex.cli.show import styled_turn_text
-from memex.results import SearchHit
 from memex.search.highlight import highlighted_excerpt
 from memex.search.hybrid import LEVELS, MODES
 from memex.search.scoped import ROLES, SCOPES
+
+if TYPE_CHECKING:
+    from memex.results import SearchHit
 
 EXCERPT_CHARS = 400
 
@@ -120,16 +121,24 @@ def print_hits(app: App, hits: list[SearchHit], text: str, full: bool) -> None:
         if hit.title:
             out.print(Text("   " + title_text(hit.title, 100), style="bold"))
         if full:
-            out.print(styled_turn_text(hit.full_text, drop_reaction=False))
+            out.print(whole_turn(hit.full_text))
         if not full or hit.source == "tool":  # a tool hit's excerpt is not in the turn's text
-            out.print(marked_excerpt(hit.matched_chunk, text))
+            out.print(marked_excerpt(hit.matched_chunk, text, hit.spans))
         out.print()
 
 
-def marked_excerpt(matched: str, query: str) -> Text:
-    """The excerpt of a hit, indented, with the query's words in bold."""
-    excerpt, spans = highlighted_excerpt(matched, query, EXCERPT_CHARS)
+def whole_turn(full_text: str) -> Text:
+    """A hit's whole turn, styled as `memex show` prints it (imported only for --full)."""
+    from memex.cli.show import styled_turn_text
+
+    return styled_turn_text(full_text, drop_reaction=False)
+
+
+def marked_excerpt(matched: str, query: str, spans: list[list[int]] | None = None) -> Text:
+    """The excerpt of a hit, indented, with the query's words in bold (`spans`: the hit's, when it has them)."""
+    known = None if spans is None else [(start, end) for start, end in spans]
+    excerpt, spans_in_excerpt = highlighted_excerpt(matched, query, EXCERPT_CHARS, known)
     body = Text("   " + excerpt)
-    for start, end in spans:
+    for start, end in spans_in_excerpt:
         body.stylize("bold yellow", start + 3, end + 3)
     return body

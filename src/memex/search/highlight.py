@@ -21,7 +21,9 @@ def _tokens(text: str) -> list[tuple[str, int, int]]:
     found = []
     for match in FTS_TOKEN.finditer(text):
         word, start = match.group(0), match.start()
-        if has_cjk(word):
+        if word.isascii():  # most tokens: folding is lower case
+            found.append((word.lower(), start, match.end()))
+        elif has_cjk(word):
             for offset, char in enumerate(word):
                 found.append((fold(char), start + offset, start + offset + 1))
         else:
@@ -74,10 +76,13 @@ def spans_json(text: str, query: str) -> list[list[int]]:
     return [[start, end] for start, end in match_spans(text, query)]
 
 
-def highlighted_excerpt(text: str, query: str, size: int) -> tuple[str, list[tuple[int, int]]]:
+def highlighted_excerpt(
+    text: str, query: str, size: int, spans: list[tuple[int, int]] | None = None
+) -> tuple[str, list[tuple[int, int]]]:
     """About `size` characters of `text` on one line (whitespace collapsed), starting a little before
-    the first match, and the spans of the query's words in it (offsets into the excerpt)."""
-    spans = match_spans(text, query)
+    the first match, and the spans of the query's words in it (offsets into the excerpt). `spans`: the
+    query's `match_spans` in `text` when already known (a search hit carries them)."""
+    spans = match_spans(text, query) if spans is None else spans
     start = 0
     if spans and spans[0][0] > LEAD_CHARS:
         start = spans[0][0] - LEAD_CHARS

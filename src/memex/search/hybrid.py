@@ -14,18 +14,21 @@ from __future__ import annotations
 import re
 import sqlite3
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from memex.config import Config
 from memex.embed.model import Embedder, EmbedderUnavailable, backend_of, load_embedder
 from memex.mirrors.search import excerpt, mirror_hits, search_mirrors
-from memex.search.anchors import semantic_floor
 from memex.search.highlight import spans_json
 from memex.search.lexical import chunk_texts, search_chunks, word_coverage
-from memex.search.vector import Neighbour, VectorIndex, vector_index
 from memex.store.queries import Filters, turns_by_ids, where
+
+# numpy and the vector index are imported only when a search goes by meaning: a search by words (or one in a
+# store without vectors) starts as fast as `memex --version` (bench/cold_start.py).
+if TYPE_CHECKING:
+    import numpy as np
+
+    from memex.search.vector import Neighbour, VectorIndex
 
 MODES = ("hybrid", "lexical", "semantic")
 # A filtered vector search first takes this many times the neighbours it wants, unfiltered, and keeps those
@@ -128,6 +131,8 @@ def allowed_owners(conn: sqlite3.Connection, level: str, filters: Filters) -> np
     """The owners of `level` the filters admit; None when nothing is filtered."""
     if filters == Filters():
         return None
+    import numpy as np
+
     sql, params = _owners_sql(level, filters)
     return np.fromiter((r[0] for r in conn.execute(sql, params)), dtype=np.int64)
 
@@ -192,6 +197,8 @@ def _semantic_lists(
     levels: list[str],
     limit: int,
 ) -> dict[str, list[Neighbour]]:
+    from memex.search.vector import vector_index
+
     wanted = max(config.search_vector_candidates, limit * 3)
     lists = {}
     for level in levels:
@@ -321,6 +328,8 @@ def hybrid_search(
                     found["mirror_id"], found["session_id"], "mirror", rank, weights["session"], bm25=found["score"]
                 )
     if mode in ("hybrid", "semantic") and searchable:
+        from memex.search.anchors import semantic_floor
+
         assert embedder is not None
         vector = embedder.embed_queries([query])[0]
         # In hybrid mode a query of code names is answered by the turns that hold them (`--mode semantic`

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from memex.store.queries import Filters, where
-from memex.textutil import fts_text, has_cjk
+from memex.textutil import fts_text, has_cjk, lazy_pattern
 
 # Candidate chunks fetched per wanted turn: several chunks of one turn can match.
 CANDIDATES_PER_RESULT = 5
@@ -38,7 +38,7 @@ STOPWORDS = set(
         wie was warum el los las una unos y es en que por para con no se lo como qué del al""".split()  # noqa: SIM905 - a word list reads better as text
 )
 _EDGE_PUNCTUATION = "\"'`()[]{}<>,;:!?"
-_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff]+")
+_CJK_RUN = lazy_pattern(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff]+")
 
 # FTS5's unicode61 tokenizer: letters and digits make tokens; everything else (including `_`) separates.
 FTS_TOKEN = re.compile(r"[^\W_]+")
@@ -121,10 +121,10 @@ def fts_terms(query: str, match_all: bool = True, stems: bool = False) -> list[s
             prefix = stem_prefix(word) if stems and not match_all else None
             terms.append(prefix or _phrase(fts_text(word) or word))
             continue
-        for piece in re.split(f"({_CJK_RUN.pattern})", word):
+        for piece in re.split(f"({_CJK_RUN().pattern})", word):
             if not piece.strip() or not re.search(r"\w", piece):
                 continue
-            if _CJK_RUN.fullmatch(piece) and len(piece) > 2:
+            if _CJK_RUN().fullmatch(piece) and len(piece) > 2:
                 terms.extend(_phrase(f"{piece[i]} {piece[i + 1]}") for i in range(len(piece) - 1))
             else:
                 terms.append(_phrase(fts_text(piece) or piece))
@@ -204,14 +204,23 @@ def chunk_texts(conn: sqlite3.Connection, chunk_ids: list[int]) -> dict[int, str
 
 def fold(text: str) -> str:
     """Lower case without diacritics (as FTS5 `remove_diacritics 2` compares)."""
-    decomposed = unicodedata.normalize("NFKD", text.lower())
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    lowered = text.lower()
+    if lowered.isascii():  # nothing to decompose (most of what is searched)
+        return lowered
+    decomposed = unicodedata.normalize("NFKD", lowered)
+    # The combining marks among the text's distinct characters, dropped in one pass (not one per character).
+    marks = {ord(ch): None for ch in set(decomposed) if unicodedata.combining(ch)}
+    return decomposed.translate(marks) if marks else decomposed
 
 
 def term_tokens(text: str) -> list[str]:
     """The FTS tokens of a term or a text (CJK characters one token each): a term matches as a phrase."""
+    folded = fold(text)
+    found = FTS_TOKEN.findall(folded)
+    if not has_cjk(folded):  # one look at the whole text, not one per token
+        return found
     tokens = []
-    for token in FTS_TOKEN.findall(fold(text)):
+    for token in found:
         tokens.extend(list(token) if has_cjk(token) else [token])
     return tokens
 

@@ -56,11 +56,11 @@ def query_terms(prompt: str, max_terms: int) -> list[str]:
         if not word or not re.search(r"\w", word):
             continue
         if has_cjk(word):
-            for piece in re.split(f"({_CJK_RUN.pattern})", word):
+            for piece in re.split(f"({_CJK_RUN().pattern})", word):
                 piece = piece.strip(_EDGE)
                 if not piece or not re.search(r"\w", piece):
                     continue
-                if _CJK_RUN.fullmatch(piece):
+                if _CJK_RUN().fullmatch(piece):
                     pairs = [piece] if len(piece) <= 2 else [piece[i : i + 2] for i in range(len(piece) - 1)]
                     words.extend(pairs)
                 elif piece.lower() not in STOPWORDS and len(piece) > 1:

@@ -1,7 +1,7 @@
 """Source adapters, one per agent: find transcripts and turn their records into normalised entries.
 
 Each adapter is a module satisfying `sources.adapter.SourceAdapter` (`AGENT`, `INCREMENTAL`, `discover`,
-`classify`, `subagent_transcripts`, `read_entries`), registered in `ADAPTERS`. A module with
+`classify`, `subagent_transcripts`, `read_entries`), listed in `AGENTS`. A module with
 `INCREMENTAL = False` is re-read whole whenever its file changes (its offsets are ignored).
 
 Every adapter sees the same folders when paths are given by hand, so each claims only its own files.
@@ -16,29 +16,59 @@ Two optional module attributes cover transcripts that are not one file per strea
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import importlib
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from memex.sources import aider, claude, cline, codex, copilot, cursor, gemini, kimi, opencode, pi, qwen, roo
-from memex.sources.adapter import SourceAdapter
-from memex.sources.jsonl import DEFAULT_MAX_LINE_BYTES, RawLine
-from memex.sources.model import BadLine, Entry, Transcript
+from memex.config import Config
 
-ADAPTERS: dict[str, SourceAdapter] = {
-    "claude": claude,
-    "codex": codex,
-    "gemini": gemini,
-    "copilot": copilot,
-    "qwen": qwen,
-    "pi": pi,
-    "kimi": kimi,
-    "cline": cline,
-    "roo": roo,
-    "aider": aider,
-    "cursor": cursor,
-    "opencode": opencode,
-}
+if TYPE_CHECKING:
+    from memex.sources import aider, claude, cline, codex, copilot, cursor, gemini, kimi, opencode, pi, qwen, roo
+    from memex.sources.adapter import SourceAdapter
+    from memex.sources.jsonl import RawLine
+    from memex.sources.model import BadLine, Entry, Transcript
+
+# The agents memex reads, each with its adapter module `memex.sources.<agent>`.
+AGENTS = ("claude", "codex", "gemini", "copilot", "qwen", "pi", "kimi", "cline", "roo", "aider", "cursor", "opencode")
+
+
+class _Adapters(Mapping[str, "SourceAdapter"]):
+    """The adapter of each agent, its module imported when it is first asked for: a command that only
+    names the agents (a filter's choices, a check of `--agent`) reads none of the twelve parsers."""
+
+    def __getitem__(self, agent: str) -> SourceAdapter:
+        if agent not in AGENTS:
+            raise KeyError(agent)
+        return cast("SourceAdapter", importlib.import_module(f"{__name__}.{agent}"))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(AGENTS)
+
+    def __len__(self) -> int:
+        return len(AGENTS)
+
+    def __contains__(self, agent: object) -> bool:
+        return agent in AGENTS
+
+
+ADAPTERS: Mapping[str, SourceAdapter] = _Adapters()
+
+if TYPE_CHECKING:  # mypy checks that every adapter module satisfies the protocol
+    _CHECKED: dict[str, SourceAdapter] = {
+        "claude": claude,
+        "codex": codex,
+        "gemini": gemini,
+        "copilot": copilot,
+        "qwen": qwen,
+        "pi": pi,
+        "kimi": kimi,
+        "cline": cline,
+        "roo": roo,
+        "aider": aider,
+        "cursor": cursor,
+        "opencode": opencode,
+    }
 
 
 def adapter(agent: str) -> SourceAdapter:
@@ -74,9 +104,11 @@ def fingerprint(transcript: Transcript) -> tuple[int, int]:
 
 
 def stream_entries(
-    transcript: Transcript, start_offset: int, start_line: int, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    transcript: Transcript, start_offset: int, start_line: int, max_line_bytes: int = Config.max_line_bytes
 ) -> Iterator[tuple[RawLine, Entry | BadLine | None]]:
     """The entries of one stream (a session's main conversation, or one subagent's) of a transcript."""
+    from memex.sources.model import BadLine, Entry
+
     source = ADAPTERS[transcript.agent]
     lines = source.read_entries(transcript.read_path, start_offset, start_line, max_line_bytes)
     if not getattr(source, "INLINE_SUBAGENTS", False):

