@@ -71,6 +71,11 @@ def test_session_meta_and_tool_calls() -> None:
     assert patch.paths and all(p.startswith("/mnt/d/ai/MoonMind/") or not p.startswith("/") for p in patch.paths)
     outputs = [e for e in entries if e.kind == "tool_result"]
     assert len(outputs) == 42 and all(e.text == "" for e in outputs)
+    # A shell's output was written as a JSON string {"output": …, "metadata": …}: its text is what it printed.
+    printed = [b.text for e in outputs for b in e.blocks if b.kind == "tool_result"]
+    assert len(printed) == 42
+    assert not any(text.startswith('{"output":') for text in printed)
+    assert sum("\n" in text for text in printed) > 30 and not any("\\r\\n" in text for text in printed)
 
 
 def test_old_unwrapped_layout() -> None:

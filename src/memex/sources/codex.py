@@ -19,6 +19,7 @@ that spawned it (`parent_thread_id`): it is a subagent stream of that session, n
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable, Iterator
 from datetime import date, timedelta
@@ -49,6 +50,7 @@ _WRAPPED_PREFIX = re.compile(
 )
 # A tool output is read for pull request links up to this many characters.
 MAX_OUTPUT_CHARS = 100_000
+_WRAPPED_OUTPUT = '{"output":'
 _NAME_TIME = len("rollout-2026-01-01T00-00-00")
 _OLD_HEADER_PREFIX = re.compile(rb'^\{\s*"id"\s*:\s*"([^"]+)"\s*,\s*"timestamp"\s*:')
 _SESSION_META_PAYLOAD = re.compile(rb'"type"\s*:\s*"session_meta"\s*,\s*"payload"\s*:\s*\{')
@@ -419,7 +421,12 @@ def _response_item(line_index: int, item: dict[str, Any], timestamp: str | None)
 
 
 def _output_text(output: Any) -> str:
-    """A tool's output as text (kept in memory only: pull request links are read from it)."""
+    """A tool's output as text (searched with `--in tools`, read for pull request links). Older rollouts (those
+    of late 2025 in ../shared/data) wrap a shell's output as a JSON string `{"output": …, "metadata":
+    {"exit_code": …}}`: its text is what was printed, not that JSON with its escapes."""
+    if isinstance(output, str) and output.startswith(_WRAPPED_OUTPUT) and len(output) <= 4 * MAX_OUTPUT_CHARS:
+        with contextlib.suppress(orjson.JSONDecodeError):  # not the wrapper after all: the text as it is
+            output = orjson.loads(output)
     if isinstance(output, dict):
         output = output.get("content") or output.get("output")
     if isinstance(output, list):
