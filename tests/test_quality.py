@@ -22,8 +22,11 @@ def test_ruff_clean() -> None:
 
 
 # The doors parse their input, call `Memex` and render: the SQL they need lives in `memex/store/`, as does the
-# SQL of the daemon's machinery, of mirrors and of what memex injects into an agent's context. (Ranking
-# queries stay beside their algorithm: search/, mirrors/search.py, related/.)
+# SQL of the daemon's machinery, of mirrors, of the embedding queue, of transcript progress and of what memex
+# injects into an agent's context; find-related's derived tables are written through store/access_patterns.py.
+# (Ranking queries, assembled from their algorithm's own SQL fragments, stay beside it: search/,
+# mirrors/search.py, related/'s reads of mentions and centroids, embed/texts.py; sources/ read the agents'
+# own databases.)
 NO_SQL = [
     "src/memex/cli",
     "src/memex/hooks",

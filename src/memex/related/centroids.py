@@ -39,6 +39,7 @@ from memex.related.resources import (
     store_vectors,
     weight_sql,
 )
+from memex.store import access_patterns as patterns
 from memex.store.db import transaction
 from memex.textutil import normalize_timestamp
 
@@ -147,21 +148,12 @@ def compute_centroids(
 def stale_sessions(conn: sqlite3.Connection, version: str) -> tuple[list[str], int, int]:
     """The sessions whose centroids are missing or out of date, the turn watermark recorded by the last
     refresh, and the one to record once these are done."""
-    row = conn.execute("SELECT turn_watermark FROM access_pattern_state WHERE model_version = ?", (version,)).fetchone()
-    seen = row[0] if row else -1
-    top = conn.execute("SELECT coalesce(max(id), 0) FROM turns").fetchone()[0]
-    stale = {r[0] for r in conn.execute("SELECT session_id FROM session_access_patterns WHERE stale != 0")}
+    seen = patterns.watermark(conn, version)
+    top = patterns.newest_turn(conn)
+    stale = patterns.marked_stale(conn)
     if top > seen:
-        newest = conn.execute(
-            "SELECT session_id, max(id) FROM turns WHERE id > ? GROUP BY session_id", (seen,)
-        ).fetchall()
-        known = dict(
-            conn.execute(
-                "SELECT session_id, max_turn_id FROM session_access_patterns "
-                "WHERE session_id IN (SELECT value FROM json_each(?)) AND model_version = ?",
-                (json_list([r[0] for r in newest]), version),
-            ).fetchall()
-        )
+        newest = patterns.last_turns_since(conn, seen)
+        known = patterns.computed_up_to(conn, [session_id for session_id, _ in newest], version)
         stale.update(session_id for session_id, last in newest if known.get(session_id, -1) < last)
     return sorted(stale), seen, top
 
@@ -189,13 +181,7 @@ def refresh_patterns(conn: sqlite3.Connection, config: Config, on_progress: Prog
         if on_progress is not None:
             on_progress(COMPUTING_CENTROIDS, report.sessions, len(stale))
     with transaction(conn):
-        conn.execute("DELETE FROM access_pattern_state WHERE model_version != ?", (version,))
-        conn.execute(
-            "INSERT INTO access_pattern_state (model_version, turn_watermark, updated_at) VALUES (?, ?, ?) "
-            "ON CONFLICT (model_version) DO UPDATE SET turn_watermark = excluded.turn_watermark, "
-            "updated_at = excluded.updated_at WHERE excluded.turn_watermark > turn_watermark",
-            (version, top, normalize_timestamp(time.time())),
-        )
+        patterns.set_watermark(conn, version, top, normalize_timestamp(time.time()))
     report.seconds = time.perf_counter() - started
     return report
 
@@ -226,30 +212,21 @@ def _refresh_batch(conn: sqlite3.Connection, config: Config, batch: Sequence[str
     rows = _mention_rows(conn, config, batch)
     unknown = rows[rows[:, 2] < 0, 2]
     if len(unknown):
-        paths = conn.execute(
-            "SELECT DISTINCT file_path FROM file_mentions WHERE id IN (SELECT value FROM json_each(?))",
-            (json_list((-unknown).tolist()),),
-        ).fetchall()
-        late = [path for (path,) in paths if counts(path)]
+        late = [path for path in patterns.paths_of_mentions(conn, (-unknown).tolist()) if counts(path)]
         if late:  # mentioned since the paths were embedded (an ingest wrote meanwhile): few, embedded now
             store_vectors(conn, config, late)
             rows = _mention_rows(conn, config, batch)
         rows = rows[rows[:, 2] > 0]  # the rest are paths that do not count
-    watermarks = conn.execute(
-        "SELECT session_id, max(id) FROM turns WHERE session_id IN (SELECT value FROM json_each(?)) "
-        "GROUP BY session_id",
-        (json_list(batch),),
-    ).fetchall()
+    watermarks = patterns.last_turns_of(conn, batch)
     resource_ids, positions = np.unique(rows[:, 2], return_inverse=True)
     centroids = compute_centroids(
         rows[:, 0], rows[:, 1], positions.reshape(-1), rows[:, 3], load_vectors(conn, resource_ids.tolist())
     )
-    version, stamp, batch_json = config.resource_model_version, normalize_timestamp(time.time()), json_list(batch)
+    version, stamp = config.resource_model_version, normalize_timestamp(time.time())
     turn_sessions = np.repeat(centroids.sessions, centroids.session_turns)
-    conn.execute("DELETE FROM turn_access_patterns WHERE session_id IN (SELECT value FROM json_each(?))", (batch_json,))
-    conn.executemany(
-        "INSERT INTO turn_access_patterns (turn_id, session_id, model_version, weight, files, embedding) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
+    patterns.replace_turn_patterns(
+        conn,
+        batch,
         (
             (int(turn_id), batch[code], version, float(weight), int(files), vector.tobytes())
             for turn_id, code, weight, files, vector in zip(
@@ -272,12 +249,9 @@ def _refresh_batch(conn: sqlite3.Connection, config: Config, batch: Sequence[str
             strict=True,
         )
     }
-    conn.execute(
-        "DELETE FROM session_access_patterns WHERE session_id IN (SELECT value FROM json_each(?))", (batch_json,)
-    )
-    conn.executemany(
-        "INSERT INTO session_access_patterns (session_id, model_version, turns, files, max_turn_id, embedding, "
-        "computed_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    patterns.replace_session_patterns(
+        conn,
+        batch,
         (
             (session_id, version, *_counts(found.get(session_id)), last, _vector(found.get(session_id)), stamp)
             for session_id, last in watermarks

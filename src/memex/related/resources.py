@@ -26,6 +26,7 @@ import orjson
 
 from memex.config import Config
 from memex.embed.model import load_embedder
+from memex.store import access_patterns as patterns
 from memex.store.db import transaction
 from memex.textutil import normalize_timestamp
 
@@ -160,26 +161,20 @@ def _embed(config: Config, paths: Sequence[str]) -> np.ndarray:
 
 def _insert(conn: sqlite3.Connection, config: Config, paths: Sequence[str], vectors: np.ndarray) -> int:
     stamp = normalize_timestamp(time.time())
-    return conn.executemany(
-        "INSERT OR IGNORE INTO resource_embeddings (resource, model_version, embedding, created_at) "
-        "VALUES (?, ?, ?, ?)",
+    return patterns.put_path_vectors(
+        conn,
         [
             (path, config.resource_model_version, _blob(vector), stamp)
             for path, vector in zip(paths, vectors, strict=True)
         ],
-    ).rowcount
+    )
 
 
 def load_vectors(conn: sqlite3.Connection, resource_ids: Sequence[int]) -> np.ndarray:
     """The cached vectors of these resource rows, in the order given (one row each)."""
     if not resource_ids:
         return np.zeros((0, 0), dtype=np.float32)
-    rows = dict(
-        conn.execute(
-            "SELECT id, embedding FROM resource_embeddings WHERE id IN (SELECT value FROM json_each(?))",
-            (json_list(resource_ids),),
-        ).fetchall()
-    )
+    rows = patterns.path_vectors(conn, resource_ids)
     return np.frombuffer(b"".join(rows[i] for i in resource_ids), dtype="<f4").reshape(len(resource_ids), -1)
 
 
