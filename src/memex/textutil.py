@@ -70,6 +70,19 @@ def strip_system_reminders(text: str) -> str:
     return _SYSTEM_REMINDER.sub("", text).strip()
 
 
+# An agent-named session id: `specstory-4b54246d18b7dd2b`, `aider-96d3bf7ba5991776` (memex names them so).
+_NAMED_ID = re.compile(r"[a-z]+-(?=[0-9a-f]{8})")
+SHORT_ID_CHARS = 8
+
+
+def short_id(session_id: str) -> str:
+    """A session id as shown: its first 8 characters (a UUID's first group), or for an id memex named after
+    its agent (`specstory-…`, `aider-…`) that name and the 8 characters after it: every SpecStory session
+    would otherwise show as `specstor`. Any prefix of an id finds it (`memex show`)."""
+    named = _NAMED_ID.match(session_id)
+    return session_id[: (named.end() if named else 0) + SHORT_ID_CHARS]
+
+
 def shorten(text: str, limit: int) -> str:
     """`text` on one line, cut to at most `limit` characters with an ellipsis (never inside a secret: one
     the cut would halve is cut off whole, so redaction still recognises it wherever the text goes)."""

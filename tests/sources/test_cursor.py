@@ -210,3 +210,21 @@ def test_chats_in_the_editors_database(run, tmp_path: Path, monkeypatch) -> None
         "why does the cart round twice?",
         "round once at the end then",
     ]
+
+
+def test_exports_show_ids_that_tell_them_apart_and_find_them(run, tmp_path: Path) -> None:
+    """Every SpecStory session id starts `specstory-`: shown as its first 8 characters, all would read
+    `specstor`. They show with their name and 8 more, and that short form finds the session."""
+    project = tmp_path / "minsky"
+    shutil.copytree(SPECSTORY, project / ".specstory")
+    history = project / ".specstory" / "history"
+    export = history / "2025-04-28_16-22-backlog-task-inquiry.md"
+    shutil.copy(export, history / "2025-04-29_09-00-backlog-task-inquiry-again.md")
+    index_json(run, project)
+    listed = run("sessions", "list", "--agent", "cursor", "--no-pager")
+    assert listed.exit_code == 0
+    ids = list(sessions(run, "cursor"))
+    shown = [line.split()[0] for line in listed.stdout.splitlines() if line.split() and line.split()[0] in str(ids)]
+    assert len(ids) == 2 and len(set(shown)) == 2 and all(s.startswith("specstory-") and len(s) == 18 for s in shown)
+    for short in shown:
+        assert run("show", short, "--json").exit_code == 0

@@ -13,6 +13,7 @@ from memex.cli.render import project_name, title_text
 from memex.errors import UserError
 from memex.sources import ADAPTERS
 from memex.store.forget import Target
+from memex.textutil import short_id
 
 
 @click.command("forget")
@@ -71,7 +72,7 @@ def _confirm(app: App, targets: list[Target]) -> None:
         raise UserError(f"forgetting {count} session{'s' if count != 1 else ''} needs confirmation: add --yes")
     for target in targets[:20]:
         where = "" if target.computer == app.config.computer else f" (on {target.computer})"
-        line = f"  {target.session_id[:8]}  {app.when(target.started_at)}  {target.agent}  "
+        line = f"  {short_id(target.session_id)}  {app.when(target.started_at)}  {target.agent}  "
         app.err.print(Text(f"{line}{project_name(target.project)}  {title_text(target.title)}{where}"), soft_wrap=True)
     if count > 20:
         app.err.print(Text(f"  … and {count - 20} more"))

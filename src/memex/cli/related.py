@@ -17,7 +17,7 @@ from memex.errors import UserError
 from memex.related.centroids import stale_sessions
 from memex.results import Related
 from memex.store.db import store_writable
-from memex.textutil import shorten
+from memex.textutil import short_id, shorten
 
 
 @click.group("find-related")
@@ -149,7 +149,7 @@ def query_session(memex: Memex, prefix: str | None) -> str:
 def print_header(app: App, found: Related) -> None:
     session = found.session
     head = Text("Related to ", style="bold")
-    head.append(session["session_id"][:8], style="cyan")
+    head.append(short_id(session["session_id"]), style="cyan")
     head.append(
         f"  {app.when(session['started_at'])} · {session['agent']} · {project_name(session['project_dir'])}"
         f" · {session['file_count']} files",
@@ -165,7 +165,7 @@ def print_header(app: App, found: Related) -> None:
 
 def result_head(app: App, number: int, hit: dict[str, Any]) -> Text:
     head = Text(f"{number}. ", style="bold")
-    head.append(hit["session_id"][:8], style="cyan")
+    head.append(short_id(hit["session_id"]), style="cyan")
     head.append(f"  {app.when(hit['started_at'])} · {hit['agent']} · {project_name(hit['project_dir'])}", style="dim")
     head.append(f"  {hit['score']:.3f}", style="green")
     return head

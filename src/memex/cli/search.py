@@ -13,6 +13,7 @@ from memex.cli.render import project_name, subagent_label, title_text
 from memex.search.highlight import highlighted_excerpt
 from memex.search.hybrid import LEVELS, MODES
 from memex.search.scoped import ROLES, SCOPES
+from memex.textutil import short_id
 
 if TYPE_CHECKING:
     from memex.results import SearchHit
@@ -105,7 +106,7 @@ def print_hits(app: App, hits: list[SearchHit], text: str, full: bool) -> None:
     out = app.out
     for number, hit in enumerate(hits, 1):
         head = Text(f"{number}. ", style="bold")
-        head.append(hit.session_id[:8], style="cyan")
+        head.append(short_id(hit.session_id), style="cyan")
         head.append(f"  {app.when(hit.started_at)} · {hit.agent} · {project_name(hit.project_dir)}", style="dim")
         if hit.agent_id:
             head.append(f" {subagent_label(hit.agent_id)}", style="magenta")

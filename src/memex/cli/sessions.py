@@ -11,6 +11,7 @@ from rich.text import Text
 from memex.cli.app import App
 from memex.cli.options import build_filters, display_options, filter_options, json_option
 from memex.cli.render import project_name, title_text
+from memex.textutil import short_id
 
 
 @click.group("sessions")
@@ -54,7 +55,7 @@ def list_command(app: App, limit: int, as_json: bool, computer: str | None, loca
         if extra:
             title.append(f" ({'; '.join(extra)})", style="dim")
         table.add_row(
-            Text(s.session_id[:8], style="cyan"),
+            Text(short_id(s.session_id), style="cyan"),
             when,
             s.agent,
             project_name(s.project_dir),

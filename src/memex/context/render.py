@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from memex.search.recall import Recalled
-from memex.textutil import estimate_tokens, plain_title, token_spans
+from memex.textutil import estimate_tokens, plain_title, short_id, token_spans
 
 # Share of a turn's budget given to its prompt; the answer gets the rest (its end: the conclusion).
 PROMPT_SHARE = 0.35
@@ -76,7 +76,7 @@ def header(turn: dict[str, Any], *, project: bool = True) -> str:
         parts.append(turn["project_dir"].rstrip("/").rsplit("/", 1)[-1])
     if turn.get("title"):
         parts.append(f'"{head_tokens(plain_title(turn["title"]), 16)}"')
-    parts.append(f"session {turn['session_id'][:8]}")
+    parts.append(f"session {short_id(turn['session_id'])}")
     text = " · ".join(parts)
     if turn.get("agent_id"):
         text += f" [Subagent: {turn['agent_id']}]"

@@ -27,7 +27,7 @@ from memex.related.rarity import Rarity, combined, order_key, rarity
 from memex.related.resources import ProgressFn, counted_tools_sql, json_list, weight_sql
 from memex.related.windows import best_windows, mean_direction
 from memex.store.queries import Filters, turns_by_ids, where
-from memex.textutil import shorten
+from memex.textutil import short_id, shorten
 
 _SESSION_FIELDS = "session_id, agent, computer, project_dir, title, started_at, ended_at"
 
@@ -79,7 +79,7 @@ def related_turns(
     warnings = []
     if len(recent_ids) < window:
         warnings.append(
-            f"session {session_id[:8]} has only {len(recent_ids)} turn{'s' if len(recent_ids) != 1 else ''} that "
+            f"session {short_id(session_id)} has only {len(recent_ids)} turn{'s' if len(recent_ids) != 1 else ''} that "
             f"touched files (fewer than the window of {window}): all of them are used"
         )
     target = mean_direction(recent)
@@ -203,7 +203,7 @@ def _query_session(conn: sqlite3.Connection, config: Config, session_id: str) ->
     ).fetchone()
     if row is None or row[0] is None:
         raise UserError(
-            f"session {session_id[:8]} touched no files (no read, edit or @-mention of a file): "
+            f"session {short_id(session_id)} touched no files (no read, edit or @-mention of a file): "
             "there is nothing to find related work by"
         )
     info = _sessions_info(conn, [session_id])[session_id]
