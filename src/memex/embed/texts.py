@@ -12,6 +12,7 @@ import hashlib
 import re
 import sqlite3
 from collections.abc import Iterable
+from itertools import groupby
 from pathlib import PurePath
 from typing import Any
 
@@ -30,6 +31,9 @@ SUMMARY_PART_CHARS = 300
 SUMMARY_FILES = 8
 # The outcome is the last assistant message of at least this many tokens.
 MIN_OUTCOME_TOKENS = 8
+# A chunk gets a vector of its own only when at least this share of its text is read by no other vector
+# of its turn (the turn's, the previous chunk's).
+UNREAD_MIN_SHARE = 0.25
 
 
 def text_hash(text: str) -> str:
@@ -59,12 +63,60 @@ def chunk_embed_text(content: str, config: Config) -> str:
     return bound_text(content, config.embed_chunk_max_chars)
 
 
-def turn_embed_text(full_text: str, tool_summary: str, config: Config) -> str:
-    """A turn is embedded as its conversation (start and end when long) and the start of its tool summary."""
+def _turn_parts(full_text: str, tool_summary: str, config: Config) -> tuple[str, str]:
+    """The conversation part and the tool-summary part a turn's vector is computed from."""
     budget = config.embed_turn_max_chars
     summary = bound_text(tool_summary, budget // 4) if tool_summary else ""
-    body = head_and_tail(bound_text(full_text, 8 * budget), budget - len(summary) - 1)
+    return head_and_tail(bound_text(full_text, 8 * budget), budget - len(summary) - 1), summary
+
+
+def turn_embed_text(full_text: str, tool_summary: str, config: Config) -> str:
+    """A turn is embedded as its conversation (start and end when long) and the start of its tool summary."""
+    body, summary = _turn_parts(full_text, tool_summary, config)
     return f"{body}\n{summary}".strip()
+
+
+def _spans(text: str, pieces: Iterable[str]) -> list[tuple[int, int]]:
+    """Where each piece (found in order, each after the start of the previous) lies in `text`."""
+    spans, start = [], 0
+    for piece in pieces:
+        at = text.find(piece, start) if piece else -1
+        if at >= 0:
+            spans.append((at, at + len(piece)))
+            start = at
+    return spans
+
+
+def chunk_unread_texts(contents: list[str], full_text: str, tool_summary: str, config: Config) -> list[str | None]:
+    """For a turn's chunks (in order), the part of each that no other vector of the turn reads, or None
+    when too little is left (the chunk then shares the turn's vector).
+
+    Chunks overlap their predecessor (`chunk_overlap_tokens`), and the turn's own vector reads the start and
+    the end of its conversation and the start of its tool summary: that text is already embedded once. A
+    chunk's vector is computed from the rest, its pieces joined by " … "; when the rest is under
+    `UNREAD_MIN_SHARE` of the chunk it carries too little of its own to be worth a vector. A chunk that
+    cannot be placed in the turn's text (a cut that split a long run) keeps its whole text.
+    """
+    whole = bound_text(full_text + ("\n\n" + tool_summary if tool_summary else ""), 1 << 62)
+    body, summary = _turn_parts(full_text, tool_summary, config)
+    read = _spans(whole, [p.strip() for p in body.split(" … ")] + [summary])
+    results: list[str | None] = []
+    start = covered_to = 0
+    for content in contents:
+        own = chunk_embed_text(content, config)
+        at = whole.find(own[:64], start) if own else -1
+        if at < 0:
+            results.append(own)
+            continue
+        end = at + len(own)
+        gaps = [(max(at, covered_to), end)]
+        for lo, hi in read:
+            gaps = [part for a, b in gaps for part in ((a, min(b, lo)), (max(a, hi), b)) if part[0] < part[1]]
+        unread = [whole[a:b].strip() for a, b in gaps]
+        text = " … ".join(u for u in unread if u)
+        results.append(text if len(text) >= UNREAD_MIN_SHARE * len(own) else None)
+        start, covered_to = at + 1, max(covered_to, end)
+    return results
 
 
 def _first_and_last(conversation: str, spans: list[list[Any]]) -> tuple[str, str]:
@@ -133,24 +185,29 @@ def embed_texts(conn: sqlite3.Connection, level: str, owner_ids: Iterable[int], 
         return {}
     marks = ",".join("?" * len(ids))
     if level == "chunk":
-        # A turn's only chunk, or one whose text the turn's own embedded text holds whole, reads as the turn
+        # A chunk's vector reads only what no other vector of its turn reads (`chunk_unread_texts`); a chunk
+        # with too little of its own (a turn's only chunk, one the turn's text holds) reads as the turn
         # itself: the same text, so the worker reuses the turn's vector instead of computing one. (A chunk
-        # embedded on its own before this rule keeps that vector: it is as right as ever.)
+        # embedded whole before this rule keeps that vector: it is as right as ever.)
         rows = conn.execute(
-            "SELECT c.id, c.content, t.full_text, t.tool_summary, "
-            "(SELECT count(*) FROM chunks c2 WHERE c2.turn_id = c.turn_id) AS pieces "
-            f"FROM chunks c JOIN turns t ON t.id = c.turn_id WHERE c.id IN ({marks})",
+            "SELECT c.turn_id, c.id, c.content, t.full_text, t.tool_summary FROM chunks c "
+            "JOIN turns t ON t.id = c.turn_id "
+            f"WHERE c.turn_id IN (SELECT turn_id FROM chunks WHERE id IN ({marks})) ORDER BY c.turn_id, c.chunk_index",
             ids,
-        )
-        texts = {}
-        for chunk_id, content, full_text, tool_summary, pieces in rows:
+        ).fetchall()
+        wanted, texts = set(ids), {}
+        for _turn_id, group in groupby(rows, key=lambda r: r[0]):
+            members = list(group)
+            full_text, tool_summary = members[0][3], members[0][4]
             turn_text = turn_embed_text(full_text, tool_summary, config)
-            own = chunk_embed_text(content, config)
-            texts[chunk_id] = turn_text if pieces == 1 or own in turn_text else own
+            unread = chunk_unread_texts([m[2] for m in members], full_text, tool_summary, config)
+            for member, own in zip(members, unread, strict=True):
+                if member[1] in wanted:
+                    texts[member[1]] = turn_text if own is None or len(members) == 1 else own
         return texts
     if level == "turn":
-        rows = conn.execute(f"SELECT id, full_text, tool_summary FROM turns WHERE id IN ({marks})", ids)
-        return {r[0]: turn_embed_text(r[1], r[2], config) for r in rows}
+        turns = conn.execute(f"SELECT id, full_text, tool_summary FROM turns WHERE id IN ({marks})", ids)
+        return {r[0]: turn_embed_text(r[1], r[2], config) for r in turns}
     if level == "session":
         summaries = {owner: session_summary(conn, owner, config) for owner in ids}
         return {owner: text for owner, text in summaries.items() if text is not None}
