@@ -38,3 +38,39 @@ def test_has_cjk_is_any_character_of_the_cjk_class(text: str) -> None:
     cjk = re.compile(f"[{_CJK_CLASS}]")
     assert has_cjk(text) == (cjk.search(text) is not None)
     assert has_cjk(text + "连") and has_cjk("한국어 " + text) and not has_cjk("naïve café — …")
+
+
+def test_an_english_word_finds_its_indexed_forms_not_the_words_its_stem_begins(conn, config, tmp_path) -> None:
+    """`adopting` finds `adopted` and `adoption`; `connecting` finds `connected` but not `connectors`, a word
+    that only begins with the stem's letters (as the prefix query `"connect"*` did): the forms are read from
+    the index's vocabulary."""
+    from memex.ingest.indexer import discover, index_transcripts
+    from memex.search.lexical import TermRarity, search_chunks
+    from memex.store.queries import Filters
+    from transcripts import ClaudeSession, simple_turn
+
+    root = tmp_path / "projects" / "-home-dev-shop"
+    texts = {
+        "aaaa0000-adopted": ("We adopted the new linter", "Done."),
+        "bbbb0000-adoption": ("Plan the adoption of strict typing", "Planned."),
+        "cccc0000-connectors": ("The connectors file runs on push", "Fixed."),
+        "dddd0000-connected": ("The cache connected after the restart", "Good."),
+    }
+    for session_id, (prompt, answer) in texts.items():
+        simple_turn(ClaudeSession(root / f"{session_id}.jsonl", session_id, cwd="/home/dev/shop"), prompt, answer)
+    index_transcripts(conn, config, discover({"claude": [root.parent]}))
+    rarity = TermRarity(conn)
+    assert set(rarity.forms("adopt")) == {"adopted", "adoption"}
+    assert rarity.forms("connect") == ["connected"]
+    expression = fts_query("adopting connecting", match_all=False, stems=True, forms=rarity.forms)
+    assert expression is not None and "*" not in expression
+
+    def found(query: str) -> set[str]:
+        hits = search_chunks(conn, query, Filters(), 10, stems=True)
+        sessions = conn.execute(
+            f"SELECT DISTINCT session_id FROM turns WHERE id IN ({','.join(str(h.turn_id) for h in hits) or 0})"
+        )
+        return {r[0] for r in sessions}
+
+    assert found("adopting sessions") == {"aaaa0000-adopted", "bbbb0000-adoption"}
+    assert found("connecting wires") == {"dddd0000-connected"}

@@ -6,6 +6,7 @@ import math
 import re
 import sqlite3
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -47,6 +48,8 @@ FTS_TOKEN = re.compile(r"[^\W_]+")
 # `center`). The index is not stemmed (code identifiers must match as written), so the
 # stem is matched as a prefix. On LoCoMo's dev conversations this lifted lexical Recall@10 by 4 points.
 MIN_STEM_CHARS = 5
+# An English word's search finds at most this many of its indexed forms (plurals, tenses, -ion, -er …).
+MAX_STEM_FORMS = 12
 _LATIN_WORD = re.compile(r"[A-Za-z]+")
 
 
@@ -76,12 +79,6 @@ def word_stem(word: str) -> str | None:
     return stem if len(stem) >= MIN_STEM_CHARS and word.lower().startswith(stem) else None
 
 
-def stem_prefix(word: str) -> str | None:
-    """The FTS5 prefix query (`"adopt"*`) finding the forms of a plain English word, or None."""
-    stem = word_stem(word)
-    return f'"{stem}"*' if stem else None
-
-
 def word_coverage(conn: sqlite3.Connection, query: str, texts: dict[int, str]) -> dict[int, float]:
     """For each text, the share of the query's words it holds, each word weighted by its rarity (BM25's
     idf; a word the store never saw weighs most). Stopwords count only when the query has nothing else;
@@ -107,19 +104,25 @@ def word_coverage(conn: sqlite3.Connection, query: str, texts: dict[int, str]) -
     return shares
 
 
-def fts_terms(query: str, match_all: bool = True, stems: bool = False) -> list[str]:
+def fts_terms(
+    query: str, match_all: bool = True, stems: bool = False, forms: Callable[[str], list[str]] | None = None
+) -> list[str]:
     """The FTS5 phrases of a user's query, each once: every word becomes a quoted phrase, so `snake_case`
     and `src/a/b.py` match as written and FTS5 syntax in the query is inert. Without `match_all` (any word
     may match) stopwords are left out and CJK runs are split into overlapping character pairs, so a
-    sentence still finds its words; with `stems`, a plain English word also finds its other forms."""
+    sentence still finds its words; with `stems`, a plain English word also finds its other forms: those
+    `forms(stem)` lists (the indexed words of that stem), or else every word the stem begins."""
     terms: list[str] = []
     words = _words(query)
     if not match_all:  # any word may match: the common ones would match everything
         words = [w for w in words if w.lower() not in STOPWORDS] or words
     for word in words:
         if match_all or not has_cjk(word):
-            prefix = stem_prefix(word) if stems and not match_all else None
-            terms.append(prefix or _phrase(fts_text(word) or word))
+            stem = word_stem(word) if stems and not match_all else None
+            if stem and forms is not None:
+                terms.extend(_phrase(form) for form in forms(stem) or [fts_text(word) or word])
+            else:
+                terms.append(f'"{stem}"*' if stem else _phrase(fts_text(word) or word))
             continue
         for piece in re.split(f"({_CJK_RUN().pattern})", word):
             if not piece.strip() or not re.search(r"\w", piece):
@@ -131,10 +134,12 @@ def fts_terms(query: str, match_all: bool = True, stems: bool = False) -> list[s
     return list(dict.fromkeys(terms))
 
 
-def fts_query(query: str, match_all: bool = True, stems: bool = False) -> str | None:
+def fts_query(
+    query: str, match_all: bool = True, stems: bool = False, forms: Callable[[str], list[str]] | None = None
+) -> str | None:
     """An FTS5 MATCH expression for a user's query (`fts_terms`: all of them, or any), or None when it
     holds nothing searchable."""
-    terms = fts_terms(query, match_all, stems)
+    terms = fts_terms(query, match_all, stems, forms)
     return (" AND " if match_all else " OR ").join(terms) if terms else None
 
 
@@ -155,7 +160,11 @@ def search_chunks(
     with `stems` also the other forms of its English words)."""
     hits: dict[int, LexicalHit] = {}
     for match_all in (True, False):
-        expression = fts_query(query if match_all else _without_common_words(conn, query), match_all, stems)
+        if match_all:
+            expression = fts_query(query)
+        else:
+            rarity = TermRarity(conn)
+            expression = fts_query(_without_common_words(rarity, query), False, stems, rarity.forms)
         if expression is None:
             return []
         clauses, params = filters.turn_clauses("t", "s")
@@ -177,14 +186,13 @@ def search_chunks(
     return ranked
 
 
-def _without_common_words(conn: sqlite3.Connection, query: str) -> str:
+def _without_common_words(rarity: TermRarity, query: str) -> str:
     """The query's words minus those found in more than COMMON_WORD_SHARE of the chunks (the two rarest
     always stay): in an any-word query they rank almost nothing, and their long posting lists make most
     of its cost (a 20-word question over 300k chunks: 120 ms, most of it in three common words)."""
     words = _words(query)
     if len(words) <= 2:
         return query
-    rarity = TermRarity(conn)
     if rarity.total < MIN_CHUNKS_FOR_RARITY:
         return query
     ranked = sorted(words, key=rarity.phrase_df)
@@ -233,6 +241,7 @@ class TermRarity:
         conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.memex_vocab USING fts5vocab(main, 'chunks_fts', 'row')")
         self.total = conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0]
         self.cache: dict[str, int] = {}
+        self._forms: dict[str, list[str]] = {}
 
     def df(self, token: str) -> int:
         if token not in self.cache:
@@ -243,6 +252,22 @@ class TermRarity:
     def phrase_df(self, term: str) -> int:
         """Chunks holding the term at most (its rarest token's count)."""
         return min((self.df(t) for t in term_tokens(term)), default=0)
+
+    def forms(self, stem: str) -> list[str]:
+        """The indexed words of an English stem (`adopt`: adopt, adopted, adoption), the most frequent
+        first, at most MAX_STEM_FORMS: what its prefix query `"adopt"*` would find minus the words that
+        only begin with it (`work`: not workflow, workspace), in one range read of the vocabulary. A prefix
+        query merges the posting lists of every word it begins, which made any-word search three times
+        slower (bench/query_latency.py)."""
+        if stem not in self._forms:
+            rows = self.conn.execute(
+                "SELECT term, doc FROM temp.memex_vocab WHERE term >= ? AND term < ?", (stem, stem + "\U0010ffff")
+            ).fetchall()
+            same = sorted((r for r in rows if word_stem(r[0]) == stem or r[0] == stem), key=lambda r: -r[1])
+            for term, doc in same:
+                self.cache.setdefault(term, doc)
+            self._forms[stem] = [term for term, _ in same[:MAX_STEM_FORMS]]
+        return self._forms[stem]
 
     def idf(self, tokens: list[str]) -> float:
         """BM25's idf of a phrase, from its rarest token (a phrase is at most as common as that).
