@@ -20,7 +20,7 @@ from memex.config import Config
 from memex.embed.model import Embedder, EmbedderUnavailable, backend_of, load_embedder
 from memex.mirrors.search import excerpt, mirror_hits, search_mirrors
 from memex.search.highlight import spans_json
-from memex.search.lexical import chunk_texts, search_chunks, word_coverage
+from memex.search.lexical import TermRarity, chunk_texts, search_chunks, word_coverage
 from memex.store.queries import Filters, turns_by_ids, where
 
 # numpy and the vector index are imported only when a search goes by meaning: a search by words (or one in a
@@ -350,8 +350,9 @@ def hybrid_search(
             # Words weigh as much as meaning's two fine lists together (chunks and turns mostly agree, so
             # meaning would otherwise count twice): LoCoMo dev Recall@10 +0.01 over the chunk weight alone.
             weight = weights.get("chunk", 0.0) + weights.get("turn", 0.0)
-            hits = search_chunks(conn, query, filters, wanted, stems=True)
-            coverage = word_coverage(conn, query, chunk_texts(conn, [hit.chunk_id for hit in hits]))
+            rarity = TermRarity(conn)  # the words' counts, read once for both
+            hits = search_chunks(conn, query, filters, wanted, stems=True, rarity=rarity)
+            coverage = word_coverage(conn, query, chunk_texts(conn, [hit.chunk_id for hit in hits]), rarity)
             for hit in hits:
                 share = coverage.get(hit.chunk_id, 0.0)
                 candidate = fusion.add_turn(hit.turn_id, "lexical", hit.rank, weight, bm25=hit.score, coverage=share)

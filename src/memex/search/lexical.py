@@ -79,12 +79,14 @@ def word_stem(word: str) -> str | None:
     return stem if len(stem) >= MIN_STEM_CHARS and word.lower().startswith(stem) else None
 
 
-def word_coverage(conn: sqlite3.Connection, query: str, texts: dict[int, str]) -> dict[int, float]:
+def word_coverage(
+    conn: sqlite3.Connection, query: str, texts: dict[int, str], rarity: TermRarity | None = None
+) -> dict[int, float]:
     """For each text, the share of the query's words it holds, each word weighted by its rarity (BM25's
     idf; a word the store never saw weighs most). Stopwords count only when the query has nothing else;
     an English word counts when any of its forms is there (as the stemmed any-word search finds it)."""
     words = [w for w in _words(query) if w.lower() not in STOPWORDS] or _words(query)
-    rarity = TermRarity(conn)
+    rarity = rarity or TermRarity(conn)
     weights: dict[str, float] = {}
     for word in words:
         tokens = term_tokens(word)
@@ -154,16 +156,22 @@ class LexicalHit:
 
 
 def search_chunks(
-    conn: sqlite3.Connection, query: str, filters: Filters, limit: int, stems: bool = False
+    conn: sqlite3.Connection,
+    query: str,
+    filters: Filters,
+    limit: int,
+    stems: bool = False,
+    rarity: TermRarity | None = None,
 ) -> list[LexicalHit]:
     """The best `limit` turns for `query` by BM25 (all words first; any word when that finds too few,
-    with `stems` also the other forms of its English words)."""
+    with `stems` also the other forms of its English words; `rarity`: the words' counts, when the caller
+    reads them too)."""
     hits: dict[int, LexicalHit] = {}
     for match_all in (True, False):
         if match_all:
             expression = fts_query(query)
         else:
-            rarity = TermRarity(conn)
+            rarity = rarity or TermRarity(conn)
             expression = fts_query(_without_common_words(rarity, query), False, stems, rarity.forms)
         if expression is None:
             return []
