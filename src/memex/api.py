@@ -298,10 +298,7 @@ class Memex:
         outcome = hybrid_search(self.conn, self.config, query, filters, limit, mode, level, per_session)
         results = outcome.results
         if scope == "all":  # the conversation (as asked) and tool output (by words), interleaved by rank
-            from memex.search.scoped import interleaved, search_tool_outputs
-
-            tools = search_tool_outputs(self.conn, query, filters, limit, per_session)
-            results = interleaved([results, tools], limit, per_session, self.config.search_rrf_k)
+            results = self._with_tool_output(results, query, filters, limit, per_session, limit)
         hits = [SearchHit.from_json(row) for row in results]
         return SearchResults(hits, outcome.mode, outcome.levels, outcome.notes)
 
@@ -326,16 +323,23 @@ class Memex:
         else:
             found = hybrid_search(self.conn, self.config, query, filters, limit * 2).results
             if scope == "all":
-                from memex.search.scoped import interleaved, search_tool_outputs
-
-                tools = search_tool_outputs(self.conn, query, filters, limit)
-                found = interleaved([found, tools], limit * 2, 1, self.config.search_rrf_k)
+                found = self._with_tool_output(found, query, filters, limit, 1, limit * 2)
         rows = [hit for hit in found if hit["computer"] == self.config.computer][:limit]
         if redacted:
             from memex.sync.outbound import redacted_hit
 
             rows = [redacted_hit(self.conn, hit, query) for hit in rows]
         return [SearchHit.from_json(row) for row in rows]
+
+    def _with_tool_output(
+        self, results: list[dict[str, Any]], query: str, filters: Filters, limit: int, per_session: int, keep: int
+    ) -> list[dict[str, Any]]:
+        """`results` of the conversation and the best `limit` of tool output (by words), interleaved by rank
+        in their own list: the first `keep`, at most `per_session` per session."""
+        from memex.search.scoped import interleaved, search_tool_outputs
+
+        tools = search_tool_outputs(self.conn, query, filters, limit, per_session)
+        return interleaved([results, tools], keep, per_session, self.config.search_rrf_k)
 
     def computer_search(
         self, query: str, filters: Filters, limit: int, *, scope: str = "conversation", role: str | None = None
