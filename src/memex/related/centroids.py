@@ -33,13 +33,13 @@ from memex.related.resources import (
     counted_tools_sql,
     counts,
     embed_resources,
-    json_list,
     load_vectors,
     missing_resources,
     store_vectors,
     weight_sql,
 )
 from memex.store import access_patterns as patterns
+from memex.store.access_patterns import json_list
 from memex.store.db import transaction
 from memex.textutil import normalize_timestamp
 

@@ -24,8 +24,9 @@ from memex.config import Config
 from memex.errors import UserError
 from memex.related.centroids import refresh_patterns
 from memex.related.rarity import Rarity, combined, order_key, rarity
-from memex.related.resources import ProgressFn, counted_tools_sql, json_list, weight_sql
+from memex.related.resources import ProgressFn, counted_tools_sql, weight_sql
 from memex.related.windows import best_windows, mean_direction
+from memex.store.access_patterns import json_list
 from memex.store.queries import Filters, turns_by_ids, where
 from memex.textutil import short_id, shorten
 

@@ -24,7 +24,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from memex.config import Config
-from memex.related.resources import counted_tools_sql, json_list
+from memex.related.resources import counted_tools_sql
+from memex.store.access_patterns import json_list
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,11 @@ import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
-import orjson
 
 from memex.config import Config
 from memex.embed.model import load_embedder
 from memex.store import access_patterns as patterns
+from memex.store.access_patterns import json_list
 from memex.store.db import transaction
 from memex.textutil import normalize_timestamp
 
@@ -180,8 +180,3 @@ def load_vectors(conn: sqlite3.Connection, resource_ids: Sequence[int]) -> np.nd
 
 def _blob(vector: np.ndarray) -> bytes:
     return np.ascontiguousarray(vector, dtype="<f4").tobytes()
-
-
-def json_list(values: Sequence[object]) -> str:
-    """A JSON array for `json_each(?)`: one parameter however many values (no SQLite variable limit)."""
-    return orjson.dumps(list(values)).decode()

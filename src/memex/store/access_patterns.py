@@ -8,10 +8,11 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import orjson
 
-def _json_list(values: Sequence[object]) -> str:
-    import orjson
 
+def json_list(values: Sequence[object]) -> str:
+    """A JSON array for `json_each(?)`: one parameter however many values (no SQLite variable limit)."""
     return orjson.dumps(list(values)).decode()
 
 
@@ -55,7 +56,7 @@ def last_turns_of(conn: sqlite3.Connection, session_ids: Sequence[str]) -> list[
     rows = conn.execute(
         "SELECT session_id, max(id) FROM turns WHERE session_id IN (SELECT value FROM json_each(?)) "
         "GROUP BY session_id",
-        (_json_list(session_ids),),
+        (json_list(session_ids),),
     )
     return [(r[0], r[1]) for r in rows]
 
@@ -65,7 +66,7 @@ def computed_up_to(conn: sqlite3.Connection, session_ids: Sequence[str], version
     rows = conn.execute(
         "SELECT session_id, max_turn_id FROM session_access_patterns "
         "WHERE session_id IN (SELECT value FROM json_each(?)) AND model_version = ?",
-        (_json_list(session_ids), version),
+        (json_list(session_ids), version),
     )
     return {r[0]: r[1] for r in rows}
 
@@ -79,7 +80,7 @@ def replace_turn_patterns(
     """Replace these sessions' turn centroids: (turn_id, session_id, version, weight, files, embedding) rows."""
     conn.execute(
         "DELETE FROM turn_access_patterns WHERE session_id IN (SELECT value FROM json_each(?))",
-        (_json_list(session_ids),),
+        (json_list(session_ids),),
     )
     conn.executemany(
         "INSERT INTO turn_access_patterns (turn_id, session_id, model_version, weight, files, embedding) "
@@ -95,7 +96,7 @@ def replace_session_patterns(
     computed_at) rows."""
     conn.execute(
         "DELETE FROM session_access_patterns WHERE session_id IN (SELECT value FROM json_each(?))",
-        (_json_list(session_ids),),
+        (json_list(session_ids),),
     )
     conn.executemany(
         "INSERT INTO session_access_patterns (session_id, model_version, turns, files, max_turn_id, embedding, "
@@ -111,7 +112,7 @@ def paths_of_mentions(conn: sqlite3.Connection, mention_ids: Sequence[int]) -> l
     """The distinct paths these file mentions name."""
     rows = conn.execute(
         "SELECT DISTINCT file_path FROM file_mentions WHERE id IN (SELECT value FROM json_each(?))",
-        (_json_list(mention_ids),),
+        (json_list(mention_ids),),
     )
     return [r[0] for r in rows]
 
@@ -129,6 +130,6 @@ def path_vectors(conn: sqlite3.Connection, resource_ids: Sequence[int]) -> dict[
     """The cached vectors of these resource rows, by id."""
     rows = conn.execute(
         "SELECT id, embedding FROM resource_embeddings WHERE id IN (SELECT value FROM json_each(?))",
-        (_json_list(resource_ids),),
+        (json_list(resource_ids),),
     )
     return {r[0]: r[1] for r in rows}
