@@ -14,7 +14,7 @@ import zstandard
 from corpus import GEMINI_LEGACY, HILLVIEW, MISC, SLAY
 from memex.archive import frames
 from memex.archive.copies import COMPACT_PIECES, Stream, archive_root, keep_copy
-from memex.archive.reader import ArchiveReader
+from memex.archive.reader import ArchiveReader, unknown_copies
 from memex.config import Config
 from memex.store.archive import archive_row
 from memex.store.db import connect
@@ -238,3 +238,35 @@ def test_a_corrupted_piece_is_reported_not_served(config: Config, tmp_path: Path
     copy.write_bytes(bytes(data))
     with ArchiveReader(copy) as reader, pytest.raises(frames.ArchiveCorrupt):
         reader.read()
+
+
+def test_a_store_that_lost_some_archive_rows_finds_those_copies_again(run, config: Config, tmp_path: Path) -> None:
+    """A store older than its archive (restored from a backup): the session folders it does not know are read."""
+    projects = tmp_path / "claude-projects"
+    shutil.copytree(HILLVIEW, projects / HILLVIEW.name)
+    assert run("index").exit_code == 0
+    shutil.rmtree(projects)
+    conn = connect(config.db_path)
+    with conn:
+        lost = conn.execute("SELECT session_id FROM archive_streams WHERE agent_id = '' LIMIT 1").fetchone()[0]
+        conn.execute("DELETE FROM archive_streams WHERE session_id = ?", (lost,))
+        conn.execute("UPDATE sessions SET file_mtime_ns = -1")  # every stream to be read again
+    conn.close()
+    assert run("index").exit_code == 0
+    conn = connect(config.db_path)
+    try:
+        assert archive_row(conn, lost, "") is not None
+        assert conn.execute("SELECT count(*) FROM archive_streams WHERE session_id = ?", (lost,)).fetchone()[0] >= 1
+    finally:
+        conn.close()
+
+
+def test_only_session_folders_the_store_does_not_know_are_listed(tmp_path: Path) -> None:
+    root = tmp_path / "archive"
+    for relative in ("claude/a/main.zst", "claude/a/agent-x.zst", "claude/b/main.zst", "codex/c/main.zst"):
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_bytes(b"")
+    (root / "claude" / "b" / "notes.txt").write_bytes(b"")
+    (root / ".lock").write_bytes(b"")
+    found = unknown_copies(root, {"claude/a/main.zst"})
+    assert [p.relative_to(root).as_posix() for p in found] == ["claude/b/main.zst", "codex/c/main.zst"]

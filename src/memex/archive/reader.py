@@ -22,7 +22,14 @@ from memex.archive.copies import archive_root, now
 from memex.config import Config
 from memex.ingest.state import load_state
 from memex.sources.model import Transcript
-from memex.store.archive import ArchiveRow, archive_rows, mark_source_gone, save_archive_row
+from memex.store.archive import (
+    ArchiveRow,
+    archive_paths,
+    archive_rows,
+    archive_rows_outside,
+    mark_source_gone,
+    save_archive_row,
+)
 from memex.store.db import make_private_folder, open_private, transaction
 from memex.store.forget import forgotten_sessions
 
@@ -84,18 +91,39 @@ def open_copy(conn: sqlite3.Connection, config: Config, session_id: str, agent_i
     return ArchiveReader(path) if path else None
 
 
+def unknown_copies(root: Path, known: set[str]) -> list[Path]:
+    """The archive files under `root` that no row of `known` (relative paths) names, sorted.
+
+    A copy's folder is `<agent>/<session>/`: one listing per agent's folder finds the session folders no
+    known row lives in, and only those are listed further. A store that knows every session (the usual
+    case) costs one directory read per agent, not one per session.
+    """
+    known_folders = {path.rsplit("/", 1)[0] for path in known}
+    found: list[Path] = []
+    for agent in sorted(os.scandir(root), key=lambda e: e.name):
+        if not agent.is_dir(follow_symlinks=False):
+            continue
+        for session in sorted(os.scandir(agent.path), key=lambda e: e.name):
+            if f"{agent.name}/{session.name}" in known_folders or not session.is_dir(follow_symlinks=False):
+                continue
+            found.extend(
+                Path(entry.path)
+                for entry in sorted(os.scandir(session.path), key=lambda e: e.name)
+                if entry.name.endswith(".zst") and entry.is_file(follow_symlinks=False)
+            )
+    return [path for path in found if path.relative_to(root).as_posix() not in known]
+
+
 def register_found(conn: sqlite3.Connection, config: Config) -> int:
     """Record the archive files the store does not know (a store rebuilt from scratch): their headers say
-    what each is a copy of. Returns how many were recorded."""
+    what each is a copy of. Returns how many were recorded. Copies in a session folder the store already
+    knows were written by this store, which recorded them, so only unknown session folders are read."""
     root = archive_root(config)
     if not root.is_dir():
         return 0
-    known = {row.archive_path for row in archive_rows(conn)}
     found = 0
-    for path in sorted(root.rglob("*.zst")):
+    for path in unknown_copies(root, archive_paths(conn)):
         relative = path.relative_to(root).as_posix()
-        if relative in known:
-            continue
         try:
             with ArchiveReader(path) as reader:
                 info, size, mtime_ns = reader.header, reader.size, reader.mtime_ns
@@ -140,21 +168,16 @@ def archived_sources(
     duration of the block (a temporary folder in MEMEX_HOME, removed after)."""
     register_found(conn, config)
     wanted = set(agents)
-    live = {str(t.path) for t in present}
+    live = {str(t.path) for t in present}  # found on disk just now: no need to look again
     forgotten = forgotten_sessions(conn)
-    gone = [row for row in archive_rows(conn) if row.source_gone_at is None and not os.path.exists(row.source_path)]
+    missing = [row for row in archive_rows_outside(conn, live) if not os.path.exists(row.source_path)]
+    gone = [row for row in missing if row.source_gone_at is None]
     if gone:
         with transaction(conn):
             for row in gone:
                 mark_source_gone(conn, row.session_id, row.agent_id, now())
     rows = [
-        row
-        for row in archive_rows(conn)
-        if row.agent in wanted
-        and row.source_path not in live
-        and row.session_id not in forgotten
-        and not os.path.exists(row.source_path)
-        and _needs_parse(conn, row)
+        row for row in missing if row.agent in wanted and row.session_id not in forgotten and _needs_parse(conn, row)
     ]
     if not rows:
         yield []
