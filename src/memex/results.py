@@ -56,8 +56,27 @@ _HIT_FIELDS = (
 )
 
 
-@dataclass
-class SearchHit:
+class _Result:
+    """Equality and repr from the fields, written once: `@dataclass` would compile both anew for every
+    class when the module is imported, which a quick command's start pays for (bench/cold_start.py)."""
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in getattr(self, "__dataclass_fields__"))  # noqa: B009
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like a dataclass with eq
+
+    def __repr__(self) -> str:
+        values = zip(getattr(self, "__dataclass_fields__"), self._values(), strict=True)  # noqa: B009
+        return f"{type(self).__qualname__}({', '.join(f'{name}={value!r}' for name, value in values)})"
+
+
+@dataclass(eq=False, repr=False)
+class SearchHit(_Result):
     """A turn (or, for a session known only by its mirror, that mirror) that matched a search."""
 
     source: str  # "turn" or "mirror"
@@ -113,8 +132,8 @@ class SearchHit:
         return data
 
 
-@dataclass
-class SearchResults:
+@dataclass(eq=False, repr=False)
+class SearchResults(_Result):
     """The hits of a search, and how they were found."""
 
     hits: list[SearchHit]
@@ -126,8 +145,8 @@ class SearchResults:
         return [hit.to_json() for hit in self.hits]
 
 
-@dataclass
-class ComputerSearch:
+@dataclass(eq=False, repr=False)
+class ComputerSearch(_Result):
     """A computer's answer to `/v1/search`: its own sessions that matched."""
 
     computer: str
@@ -137,8 +156,8 @@ class ComputerSearch:
         return {"computer": self.computer, "results": [hit.to_json() for hit in self.hits]}
 
 
-@dataclass
-class SessionSummary:
+@dataclass(eq=False, repr=False)
+class SessionSummary(_Result):
     """A session in a listing, newest first."""
 
     session_id: str
@@ -158,8 +177,8 @@ class SessionSummary:
         return asdict(self)
 
 
-@dataclass
-class SessionView:
+@dataclass(eq=False, repr=False)
+class SessionView(_Result):
     """A session as `show` gives it: its row (prs, subagents included) and its conversation (`mirror`,
     None when it has none) or, with `turns`, its full turns."""
 
@@ -177,8 +196,8 @@ class SessionView:
         return {"session": self.session, "mirror": self.mirror}
 
 
-@dataclass
-class Recall:
+@dataclass(eq=False, repr=False)
+class Recall(_Result):
     """What the prompt hook injects for a prompt, and how many turns it holds."""
 
     text: str
@@ -188,8 +207,8 @@ class Recall:
         return {"text": self.text, "hits": self.hits}
 
 
-@dataclass
-class Injection:
+@dataclass(eq=False, repr=False)
+class Injection(_Result):
     """Context a hook injects (what a compaction dropped, who touched a file before, the files a session
     touched), and how many turns or files it holds; `text` is "" when there is nothing to say."""
 
@@ -200,8 +219,8 @@ class Injection:
         return {"text": self.text, "items": self.items}
 
 
-@dataclass
-class Related:
+@dataclass(eq=False, repr=False)
+class Related(_Result):
     """Sessions (or stretches of turns) that worked on the same files as `session`."""
 
     session: dict[str, Any]
@@ -225,8 +244,8 @@ class Related:
         return data
 
 
-@dataclass
-class Stats:
+@dataclass(eq=False, repr=False)
+class Stats(_Result):
     """What the store holds."""
 
     database: str
@@ -259,8 +278,8 @@ class Stats:
         return asdict(self)
 
 
-@dataclass
-class ComputerStatus:
+@dataclass(eq=False, repr=False)
+class ComputerStatus(_Result):
     """A computer sharing mirrors under this prefix."""
 
     computer: str
@@ -276,8 +295,8 @@ class ComputerStatus:
         return asdict(self)
 
 
-@dataclass
-class ComputerList:
+@dataclass(eq=False, repr=False)
+class ComputerList(_Result):
     """The computers known, where that was read (`redis`, or the `local copy` when Redis was not asked)
     and why Redis was not asked."""
 
