@@ -1,9 +1,10 @@
-"""Shared terminal rendering: dates, session labels, and progress bars."""
+"""Shared terminal rendering: dates, session labels, plain lines, and progress bars."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -14,6 +15,7 @@ from memex.textutil import display_time, plain_title, shorten
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress, ProgressColumn, TaskID
+    from rich.text import TextType
 
 
 def short_time(timestamp: str | None, utc: bool = False) -> str:
@@ -51,6 +53,42 @@ def labelled(label: str, message: str, style: str = "yellow") -> Text:
 def styled(value: str, style: str) -> Text:
     """A table cell or a fragment in one style, its text taken literally."""
     return Text(value, style=style)
+
+
+def print_line(console: Console, text: TextType = "") -> None:
+    """`console.print(text)`, written straight to its file when rich would print the text's characters
+    unchanged: no styles (a pipe or a file: what an agent reads) and printable characters, wrapped at the
+    console's width where rich wraps them. Rich's render costs a quick command's start as much as its search."""
+    plain = text.plain if isinstance(text, Text) else text
+    settings = (text.justify, text.overflow, text.no_wrap, text.end) if isinstance(text, Text) else None
+    styled = console.is_terminal or console.color_system is not None
+    # Tabs and control characters: rich expands or drops them; a Text's own settings change its layout.
+    if styled or not plain.isprintable() or settings not in (None, (None, None, None, "\n")):
+        console.print(text)
+    else:
+        console.file.write("\n".join(_wrapped(plain, console.width)) + "\n")
+
+
+def _wrapped(plain: str, width: int) -> list[str]:
+    """A line of printable characters cut as `rich.text.Text.wrap` cuts it: words kept whole, a longer one
+    folded, whitespace beyond the width dropped, and each line cut to the width (in terminal cells)."""
+    from rich.cells import cell_len, set_cell_size
+
+    if plain.isascii() and len(plain) <= width:  # most lines
+        return [plain]
+    lines = [plain]
+    if cell_len(plain) > width:
+        from rich._wrap import divide_line
+
+        offsets = [0, *divide_line(plain, width, fold=True), len(plain)]
+        lines = [plain[start:end] for start, end in pairwise(offsets)]
+    cut = []
+    for line in lines:
+        if len(line) > width:  # `Text.rstrip_end` (counts characters)
+            spaces = len(line) - len(line.rstrip())
+            line = line[: len(line) - min(spaces, len(line) - width)]
+        cut.append(set_cell_size(line, width) if cell_len(line) > width else line)  # `Text.truncate`
+    return cut
 
 
 @contextmanager
