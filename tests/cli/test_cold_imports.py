@@ -37,6 +37,7 @@ HEAVY = (
     "memex.hooks",
     "memex.related",
     "memex.archive",
+    "memex.reports",
     "memex.sources.claude",
     "memex.sources.codex",
 )
