@@ -14,7 +14,7 @@ from rich.text import Text
 from memex.cli.render import TableColumn, print_line, print_table
 
 # Words and runs of spaces (where wrapping decides), wide and combining characters, tabs and control ones.
-PIECES = ["abc", "defghij", "x" * 12, "-./", " ", "   ", "…", "·", "é", "e\u0301", "界", "界界界"]
+PIECES = ["abc", "defghij", "x" * 12, "-./", " ", "   ", "…", "·", "é", "e\u0301", "界", "界界界", "👍", "❤\ufe0f"]
 PIECES += ["\t", "\x07", "\u200b"]
 WORDS = st.lists(st.sampled_from(PIECES), max_size=30).map("".join)
 

@@ -71,12 +71,12 @@ def print_line(console: Console, text: TextType = "") -> None:
 def _wrapped(plain: str, width: int) -> list[str]:
     """A line of printable characters cut as `rich.text.Text.wrap` cuts it: words kept whole, a longer one
     folded, whitespace beyond the width dropped, and each line cut to the width (in terminal cells)."""
-    from rich.cells import cell_len, set_cell_size
+    from rich.cells import set_cell_size
 
     if plain.isascii() and len(plain) <= width:  # most lines
         return [plain]
     lines = [plain]
-    if cell_len(plain) > width:
+    if _cells(plain) > width:
         from rich._wrap import divide_line
 
         offsets = [0, *divide_line(plain, width, fold=True), len(plain)]
@@ -86,8 +86,21 @@ def _wrapped(plain: str, width: int) -> list[str]:
         if len(line) > width:  # `Text.rstrip_end` (counts characters)
             spaces = len(line) - len(line.rstrip())
             line = line[: len(line) - min(spaces, len(line) - width)]
-        cut.append(set_cell_size(line, width) if cell_len(line) > width else line)  # `Text.truncate`
+        cut.append(set_cell_size(line, width) if _cells(line) > width else line)  # `Text.truncate`
     return cut
+
+
+def _cells(text: str) -> int:
+    """`rich.cells.cell_len` of printable text, each distinct wide or narrow character measured once (rich
+    measures every character of a text holding one, in Python: an excerpt's `…` made it a quarter of `memex
+    search`'s output)."""
+    from rich.cells import cell_len
+
+    if text.isascii():
+        return len(text)
+    if "\u200d" in text or "\ufe0f" in text:  # joined graphemes: rich's own count
+        return cell_len(text)
+    return len(text) + sum((cell_len(char) - 1) * text.count(char) for char in set(text) if not char.isascii())
 
 
 # A column of `print_table`: its header, and its width bounds (None: none) not counting the cell padding.
@@ -125,9 +138,9 @@ def _table_lines(cells: list[list[str]], columns: Sequence[TableColumn], width: 
     (`Table._calculate_column_widths`: each column as wide as its widest cell within its bounds; when the
     table is too wide, every column narrowed alike, then measured again in its narrower width). None when
     a column ends narrower than its padding and one cell (rich's layout is then left to rich)."""
-    from rich.cells import cell_len, set_cell_size
+    from rich.cells import set_cell_size
 
-    lengths = [[cell_len(cell) for cell in row] for row in cells]
+    lengths = [[_cells(cell) for cell in row] for row in cells]
 
     def measured(index: int, room: int) -> int:  # rich's Measurement of a padded column: its maximum
         if room < 1:
@@ -150,7 +163,7 @@ def _table_lines(cells: list[list[str]], columns: Sequence[TableColumn], width: 
             inner = room - 2
             shown = set_cell_size(cell, inner - 1) + "…" if length > inner else cell + " " * (inner - length)
             line += f" {shown} "
-        lines.append(set_cell_size(line, width) if cell_len(line) > width else line)
+        lines.append(set_cell_size(line, width) if _cells(line) > width else line)
     return lines
 
 
