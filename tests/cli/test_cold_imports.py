@@ -1,5 +1,6 @@
 """The quick read commands start light: a search by words and the session list import no numpy, no model
-runtime, no server framework, no Redis client and no transcript parser (bench/cold_start.py times them)."""
+runtime, no server framework, no Redis client, no transcript parser and, writing to a pipe, no rich table
+(bench/cold_start.py times them)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ HEAVY = (
     "jinja2",
     "zstandard",
     "rich.progress",
+    "rich.table",
     "memex.embed.worker",
     "memex.search.vector",
     "memex.search.anchors",
