@@ -60,7 +60,7 @@ def tabled(columns: list[TableColumn], rows: list[list[str | Text]], width: int,
     return file.getvalue()
 
 
-def rich_table(columns: list[TableColumn], rows: list[list[str | Text]], width: int) -> str:
+def rich_table(columns: list[TableColumn], rows: list[list[str | Text]], width: int, terminal: bool = False) -> str:
     """The table as `memex sessions list` printed it before, with rich.table.Table."""
     from rich.table import Table
 
@@ -70,7 +70,7 @@ def rich_table(columns: list[TableColumn], rows: list[list[str | Text]], width: 
     for row in rows:
         table.add_row(*row)
     file = io.StringIO()
-    console(file, width).print(table)
+    console(file, width, terminal).print(table)
     return file.getvalue()
 
 
@@ -115,6 +115,7 @@ def test_print_table_cuts_a_long_project_and_title_as_rich_does() -> None:
         assert ours == rich_table(COLUMNS, rows, width)
         assert all(len(line) <= width for line in ours.splitlines())
         assert "…" in ours or width < 40  # narrower, rich leaves out the columns that no longer fit
-    assert "\x1b[" in tabled(COLUMNS, rows, 80, terminal=True)  # a terminal gets rich's styled table
+    styled = tabled(COLUMNS, rows, 80, terminal=True)  # a terminal gets rich's styled table
+    assert "\x1b[" in styled and styled == rich_table(COLUMNS, rows, 80, terminal=True)
     rows[1][5] = "a title\nover two lines\twith a tab"  # rich's layout, left to rich
     assert tabled(COLUMNS, rows, 80) == rich_table(COLUMNS, rows, 80)
