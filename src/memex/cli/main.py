@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
 import signal
+import sys
 from typing import Any
 
 import click
@@ -44,6 +47,11 @@ COMMANDS = {
     "export": "memex.cli.export:export_command",
     "web": "memex.cli.web:web_command",
 }
+
+
+# Commands that only read the store end with `os._exit` once click has closed their connection and their
+# output is flushed: interpreter teardown (freeing ~200 modules) is a sixth of a quick command's work.
+FAST_EXIT = frozenset({"search", "sessions", "show", "stats"})
 
 
 class Failure(click.ClickException):
@@ -146,4 +154,17 @@ cli.lazy_commands = COMMANDS
 
 def main() -> None:
     """Console entry point."""
-    cli(prog_name="memex")
+    try:
+        cli(prog_name="memex")
+    except SystemExit as end:  # click ends every run so, its context (and the store) closed by then
+        if _command(sys.argv[1:]) in FAST_EXIT and (end.code is None or isinstance(end.code, int)):
+            with contextlib.suppress(OSError, ValueError):
+                sys.stdout.flush()
+                sys.stderr.flush()
+            os._exit(end.code or 0)
+        raise
+
+
+def _command(args: list[str]) -> str | None:
+    """The command a command line runs (the group's own options are flags: none takes a value)."""
+    return next((arg for arg in args if not arg.startswith("-")), None)

@@ -15,7 +15,7 @@ from memex.cli.options import build_filters, display_options, filter_options, js
 from memex.cli.render import project_name, step_progress, subagent_label, title_text
 from memex.errors import UserError
 from memex.related.centroids import stale_sessions
-from memex.results import Related
+from memex.reports import Related
 from memex.store.db import store_writable
 from memex.textutil import short_id, shorten
 

@@ -1,12 +1,13 @@
-"""Shared terminal rendering: dates, session labels, and progress bars."""
+"""Shared terminal rendering: dates, session labels, plain lines, and progress bars."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from rich.text import Text
+from rich.text import Text, TextType
 
 from memex.textutil import display_time, plain_title, shorten
 
@@ -51,6 +52,134 @@ def labelled(label: str, message: str, style: str = "yellow") -> Text:
 def styled(value: str, style: str) -> Text:
     """A table cell or a fragment in one style, its text taken literally."""
     return Text(value, style=style)
+
+
+def print_line(console: Console, text: TextType = "") -> None:
+    """`console.print(text)`, written straight to its file when rich would print the text's characters
+    unchanged: no styles (a pipe or a file: what an agent reads) and printable characters, wrapped at the
+    console's width where rich wraps them. Rich's render costs a quick command's start as much as its search."""
+    plain = text.plain if isinstance(text, Text) else text
+    settings = (text.justify, text.overflow, text.no_wrap, text.end) if isinstance(text, Text) else None
+    styled = console.is_terminal or console.color_system is not None
+    # Tabs and control characters: rich expands or drops them; a Text's own settings change its layout.
+    if styled or not plain.isprintable() or settings not in (None, (None, None, None, "\n")):
+        console.print(text)
+    else:
+        console.file.write("\n".join(_wrapped(plain, console.width)) + "\n")
+
+
+def _wrapped(plain: str, width: int) -> list[str]:
+    """A line of printable characters cut as `rich.text.Text.wrap` cuts it: words kept whole, a longer one
+    folded, whitespace beyond the width dropped, and each line cut to the width (in terminal cells)."""
+    from rich.cells import set_cell_size
+
+    if plain.isascii() and len(plain) <= width:  # most lines
+        return [plain]
+    lines = [plain]
+    if _cells(plain) > width:
+        from rich._wrap import divide_line
+
+        offsets = [0, *divide_line(plain, width, fold=True), len(plain)]
+        lines = [plain[start:end] for start, end in pairwise(offsets)]
+    cut = []
+    for line in lines:
+        if len(line) > width:  # `Text.rstrip_end` (counts characters)
+            spaces = len(line) - len(line.rstrip())
+            line = line[: len(line) - min(spaces, len(line) - width)]
+        cut.append(set_cell_size(line, width) if _cells(line) > width else line)  # `Text.truncate`
+    return cut
+
+
+def _cells(text: str) -> int:
+    """`rich.cells.cell_len` of printable text, each distinct wide or narrow character measured once (rich
+    measures every character of a text holding one, in Python: an excerpt's `…` made it a quarter of `memex
+    search`'s output)."""
+    from rich.cells import cell_len
+
+    if text.isascii():
+        return len(text)
+    if "\u200d" in text or "\ufe0f" in text:  # joined graphemes: rich's own count
+        return cell_len(text)
+    return len(text) + sum((cell_len(char) - 1) * text.count(char) for char in set(text) if not char.isascii())
+
+
+# A column of `print_table`: its header, and its width bounds (None: none) not counting the cell padding.
+TableColumn = tuple[str, int | None, int | None]
+
+
+def print_table(console: Console, columns: Sequence[TableColumn], rows: Sequence[Sequence[TextType]]) -> None:
+    """A table of one-line cells as `rich.table.Table(box=None, header_style="bold")` prints it on a console
+    that prints strings as they are (`App.out`): a space either side of every cell, a cell too wide for its
+    column cut with an ellipsis. Without styles (a pipe, a file), with printable cells, its lines are laid out
+    here and written straight: rich measures and renders every cell, a sixth of `memex sessions list`."""
+    cells = [[header for header, _, _ in columns], *[[_plain(cell) for cell in row] for row in rows]]
+    styled = console.is_terminal or console.color_system is not None
+    printable = all(cell.isprintable() for row in cells for cell in row)
+    lines = None if styled or not printable else _table_lines(cells, columns, console.width)
+    if lines is not None:
+        console.file.write("".join(line + "\n" for line in lines))
+        return
+    from rich.table import Table
+
+    table = Table(box=None, header_style="bold")
+    for header, least, most in columns:
+        table.add_column(header, no_wrap=True, min_width=least, max_width=most, overflow="ellipsis")
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+
+
+def _plain(cell: TextType) -> str:
+    return cell.plain if isinstance(cell, Text) else cell
+
+
+def _table_lines(cells: list[list[str]], columns: Sequence[TableColumn], width: int) -> list[str] | None:
+    """The lines of `print_table`'s table on a console `width` cells wide, laid out as rich lays it out
+    (`Table._calculate_column_widths`: each column as wide as its widest cell within its bounds; when the
+    table is too wide, every column narrowed alike, then measured again in its narrower width). None when
+    a column ends narrower than its padding and one cell (rich's layout is then left to rich)."""
+    from rich.cells import set_cell_size
+
+    lengths = [[_cells(cell) for cell in row] for row in cells]
+
+    def measured(index: int, room: int) -> int:  # rich's Measurement of a padded column: its maximum
+        if room < 1:
+            return 0
+        widest = min(max(room if room < 3 else min(min(row[index], room) + 2, room) for row in lengths), room)
+        _, least, most = columns[index]
+        widest = widest if least is None else max(widest, least + 2)
+        return widest if most is None else min(widest, most + 2)
+
+    widths = [measured(index, width) or 1 for index in range(len(columns))]
+    if sum(widths) > width:
+        narrower = _reduce_evenly(sum(widths) - width, widths)
+        widths = [measured(index, room) for index, room in enumerate(narrower)]
+    if min(widths) < 3:
+        return None
+    lines = []
+    for row, row_lengths in zip(cells, lengths, strict=True):
+        line = ""
+        for cell, length, room in zip(row, row_lengths, widths, strict=True):
+            inner = room - 2
+            shown = set_cell_size(cell, inner - 1) + "…" if length > inner else cell + " " * (inner - length)
+            line += f" {shown} "
+        lines.append(set_cell_size(line, width) if _cells(line) > width else line)
+    return lines
+
+
+def _reduce_evenly(excess: int, widths: list[int]) -> list[int]:
+    """`rich._ratio.ratio_reduce` with equal ratios: `excess` cells taken from the columns in turn."""
+    result = []
+    remaining, columns_left = excess, sum(1 for width in widths if width)
+    for width in widths:
+        if width and columns_left > 0:
+            taken = min(width, round(remaining / columns_left))
+            result.append(width - taken)
+            remaining -= taken
+            columns_left -= 1
+        else:
+            result.append(width)
+    return result
 
 
 @contextmanager

@@ -9,7 +9,7 @@ from rich.text import Text
 
 from memex.cli.app import App
 from memex.cli.options import build_filters, display_options, filter_options, json_option
-from memex.cli.render import project_name, subagent_label, title_text
+from memex.cli.render import print_line, project_name, subagent_label, title_text
 from memex.search.highlight import highlighted_excerpt
 from memex.search.hybrid import LEVELS, MODES
 from memex.search.scoped import ROLES, SCOPES
@@ -118,14 +118,14 @@ def print_hits(app: App, hits: list[SearchHit], text: str, full: bool) -> None:
         if hit.source == "tool":
             failed = " (error)" if hit.extra.get("tool_is_error") else ""
             head.append(f" [tool output: {hit.extra.get('tool_name') or 'unknown tool'}{failed}]", style="green")
-        out.print(head)
+        print_line(out, head)
         if hit.title:
-            out.print(Text("   " + title_text(hit.title, 100), style="bold"))
+            print_line(out, Text("   " + title_text(hit.title, 100), style="bold"))
         if full:
             out.print(whole_turn(hit.full_text))
         if not full or hit.source == "tool":  # a tool hit's excerpt is not in the turn's text
-            out.print(marked_excerpt(hit.matched_chunk, text, hit.spans))
-        out.print()
+            print_line(out, marked_excerpt(hit.matched_chunk, text, hit.spans))
+        print_line(out)
 
 
 def whole_turn(full_text: str) -> Text:

@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import click
-from rich.table import Table
-from rich.text import Text
+from rich.text import Text, TextType
 
 from memex.cli.app import App
 from memex.cli.options import build_filters, display_options, filter_options, json_option
-from memex.cli.render import project_name, title_text
+from memex.cli.render import TableColumn, print_table, project_name, title_text
 from memex.textutil import short_id
 
 
@@ -37,12 +36,11 @@ def list_command(app: App, limit: int, as_json: bool, computer: str | None, loca
     if not sessions:
         app.err.print("No sessions match.")
         return
-    table = Table(box=None, header_style="bold")
     started = [app.when(s.started_at) for s in sessions]
     widest = max(len(when) for when in started)  # a time is never cut: `2026-05-03 02:20 CEST`
-    for column, width in (("session", 8), ("started", widest), ("agent", 6), ("project", 12), ("turns", 5)):
-        table.add_column(column, no_wrap=True, min_width=width, max_width=24 if column == "project" else None)
-    table.add_column("title", no_wrap=True, overflow="ellipsis")
+    columns: list[TableColumn] = [("session", 8, None), ("started", widest, None), ("agent", 6, None)]
+    columns += [("project", 12, 24), ("turns", 5, None), ("title", None, None)]
+    rows: list[list[TextType]] = []
     for s, when in zip(sessions, started, strict=True):
         extra = []
         if s.subagents:
@@ -54,13 +52,7 @@ def list_command(app: App, limit: int, as_json: bool, computer: str | None, loca
         title = Text(title_text(s.title))
         if extra:
             title.append(f" ({'; '.join(extra)})", style="dim")
-        table.add_row(
-            Text(short_id(s.session_id), style="cyan"),
-            when,
-            s.agent,
-            project_name(s.project_dir),
-            "—" if s.turns is None else str(s.turns),
-            title,
-        )
+        cells: list[TextType] = [Text(short_id(s.session_id), style="cyan"), when, s.agent, project_name(s.project_dir)]
+        rows.append([*cells, "—" if s.turns is None else str(s.turns), title])
     with app.paged():
-        app.out.print(table)
+        print_table(app.out, columns, rows)

@@ -203,6 +203,9 @@ def connect_readonly(path: Path, busy_timeout_ms: int = 30_000) -> sqlite3.Conne
     if not path.exists():
         raise UserError(f"no memex database at {path} yet: run `memex index` first")
     if store_writable(path):
+        current = _current_readonly(path, busy_timeout_ms)
+        if current is not None:
+            return current
         conn = connect(path, busy_timeout_ms)  # creates nothing new, but brings an old schema up to date
         conn.close()
         return _open_readonly(path, busy_timeout_ms)
@@ -230,6 +233,25 @@ def connect_readonly(path: Path, busy_timeout_ms: int = 30_000) -> sqlite3.Conne
             "here: run any memex command once where it can be written to bring it up to date"
         )
     return conn
+
+
+def _current_readonly(path: Path, busy_timeout_ms: int) -> sqlite3.Connection | None:
+    """A read-only connection to a private store already at this schema (what a read command finds nearly
+    always: one read of the schema version, not a read-write connection opened and checkpointed first),
+    else None: `connect` then makes it private, migrates it or sets it aside."""
+    try:
+        if path.stat().st_mode & 0o077:
+            return None
+        conn = _open_readonly(path, busy_timeout_ms)
+    except (OSError, StoreError):
+        return None
+    try:
+        if conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+            return conn
+    except sqlite3.DatabaseError:
+        pass
+    conn.close()
+    return None
 
 
 def _open_readonly(path: Path, busy_timeout_ms: int, flags: str = "") -> sqlite3.Connection:
