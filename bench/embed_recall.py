@@ -97,9 +97,9 @@ def known_items(config: Config, home: Path) -> list[tuple[str, int]]:
     return items
 
 
-def measure(budget: ChunkBudget, work: Path, cache: dict[str, bytes]) -> tuple[dict[str, float], int, int, int]:
-    """(share found in the top 10 by mode, queries, texts computed, tokens computed) under `budget`."""
-    home = work / f"{budget.read_chars}x{budget.per_turn}-{int(budget.language_only)}"
+def measure(budget: ChunkBudget, home: Path, cache: dict[str, bytes]) -> tuple[dict[str, float], int, int, int]:
+    """(share found in the top 10 by mode, queries, texts computed, tokens computed) under `budget`, in a
+    new store at `home`."""
     config = load_config({**os.environ, "MEMEX_HOME": str(home), "MEMEX_COMPUTER": "bench"})
     conn = connect(config.db_path)
     index_transcripts(conn, config, discover(ROOTS))
@@ -139,8 +139,8 @@ def main() -> None:
     for column in ("chunk budget", "queries", "texts computed", "model tokens", "semantic", "hybrid"):
         table.add_column(column, justify="left" if column == "chunk budget" else "right")
     with tempfile.TemporaryDirectory(prefix="memex-bench-embed-recall-") as work:
-        for label, budget in budgets:
-            found, queries, computed, tokens = measure(budget, Path(work), cache)
+        for number, (label, budget) in enumerate(budgets):
+            found, queries, computed, tokens = measure(budget, Path(work) / str(number), cache)
             CACHE.parent.mkdir(parents=True, exist_ok=True)
             CACHE.write_bytes(pickle.dumps(cache))
             row = (label, str(queries), f"{computed:,}", f"{tokens:,}", f"{found['semantic']:.1%}")

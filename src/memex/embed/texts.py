@@ -102,8 +102,8 @@ class ChunkBudget:
     """
 
     language_only: bool = True
-    read_chars: int = 600
-    per_turn: int = 4
+    read_chars: int = 400
+    per_turn: int = 8
     min_chars: int = 160
 
 
