@@ -227,10 +227,11 @@ def embed_texts(conn: sqlite3.Connection, level: str, owner_ids: Iterable[int], 
         return {}
     marks = ",".join("?" * len(ids))
     if level == "chunk":
-        # A chunk's vector reads only what no other vector of its turn reads (`chunk_unread_texts`); a chunk
-        # with too little of its own (a turn's only chunk, one the turn's text holds) reads as the turn
-        # itself: the same text, so the worker reuses the turn's vector instead of computing one. (A chunk
-        # embedded whole before this rule keeps that vector: it is as right as ever.)
+        # A chunk's vector reads only what no other vector of its turn reads, within the chunk budget
+        # (`chunk_unread_texts`); a chunk with too little of its own (a turn's only chunk, one the turn's
+        # text holds, one of code, one past the turn's budget) reads as the turn itself: the same text, so
+        # the worker reuses the turn's vector instead of computing one. (A chunk embedded whole before this
+        # rule keeps that vector: it is as right as ever.)
         rows = conn.execute(
             "SELECT c.turn_id, c.id, c.content, t.full_text, t.tool_summary FROM chunks c "
             "JOIN turns t ON t.id = c.turn_id "
