@@ -3,7 +3,7 @@
 Only what carries meaning is embedded: conversation text, tool summaries and session facts, never raw
 tool output (turns and chunks hold none). Every text is bounded, so nothing (a pasted log, base64, minified
 code) can cost the model more than a page of prose. Changing a recipe here means bumping
-`memex.config.EMBED_TEXT_VERSION`.
+`memex.config.EMBED_TEXT_VERSION`, unless a vector computed before stays right (`ChunkBudget`).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import hashlib
 import re
 import sqlite3
 from collections.abc import Iterable
+from dataclasses import dataclass
 from itertools import groupby
 from pathlib import PurePath
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import orjson
 
 from memex.config import Config
+from memex.embed.worth import language_lines
 from memex.textutil import estimate_tokens
 
 LEVELS = ("session", "turn", "chunk")  # coarse to fine; also the order the worker drains them in
@@ -87,36 +89,76 @@ def _spans(text: str, pieces: Iterable[str]) -> list[tuple[int, int]]:
     return spans
 
 
-def chunk_unread_texts(contents: list[str], full_text: str, tool_summary: str, config: Config) -> list[str | None]:
-    """For a turn's chunks (in order), the part of each that no other vector of the turn reads, or None
-    when too little is left (the chunk then shares the turn's vector).
+@dataclass(frozen=True)
+class ChunkBudget:
+    """How much of a long turn its chunk vectors read; lexical search reads all of it.
+
+    The turn's own vector reads the start and end of its conversation; chunk vectors add the middle of a
+    long turn, but only its language (`worth.language_lines`: not code, diffs, logs, JSON or paths), only
+    the start of each chunk's (`read_chars`), and for at most `per_turn` chunks, those with the most
+    language. A chunk with less than `min_chars` of language of its own shares the turn's vector.
+    A vector computed under another budget reads the same chunk, only more or less of it: it stays right,
+    so the budget is no part of `model_version` (changing it re-embeds nothing).
+    """
+
+    language_only: bool = True
+    read_chars: int = 400
+    per_turn: int = 8
+    min_chars: int = 160
+
+
+CHUNK_BUDGET = ChunkBudget()
+# Every chunk read whole but for what other vectors of its turn read (the rule before `ChunkBudget`).
+UNBOUNDED = ChunkBudget(language_only=False, read_chars=1 << 62, per_turn=1 << 62, min_chars=0)
+
+
+def chunk_unread_texts(
+    contents: list[str], full_text: str, tool_summary: str, config: Config, budget: ChunkBudget | None = None
+) -> list[str | None]:
+    """For a turn's chunks (in order), the text each chunk's own vector reads, or None when the chunk
+    shares the turn's vector.
 
     Chunks overlap their predecessor (`chunk_overlap_tokens`), and the turn's own vector reads the start and
     the end of its conversation and the start of its tool summary: that text is already embedded once. A
     chunk's vector is computed from the rest, its pieces joined by " … "; when the rest is under
-    `UNREAD_MIN_SHARE` of the chunk it carries too little of its own to be worth a vector. A chunk that
-    cannot be placed in the turn's text (a cut that split a long run) keeps its whole text.
+    `UNREAD_MIN_SHARE` of the chunk it carries too little of its own to be worth a vector. What is left is
+    then cut to `budget` (`CHUNK_BUDGET`). A chunk that cannot be placed in the turn's text (a cut that
+    split a long run) keeps its whole text, within the same budget.
     """
+    budget = budget or CHUNK_BUDGET
     whole = bound_text(full_text + ("\n\n" + tool_summary if tool_summary else ""), 1 << 62)
     body, summary = _turn_parts(full_text, tool_summary, config)
     read = _spans(whole, [p.strip() for p in body.split(" … ")] + [summary])
-    results: list[str | None] = []
+    unread: list[str | None] = []
     start = covered_to = 0
     for content in contents:
         own = chunk_embed_text(content, config)
         at = whole.find(own[:64], start) if own else -1
         if at < 0:
-            results.append(own)
+            unread.append(_within(own, budget))
             continue
         end = at + len(own)
         gaps = [(max(at, covered_to), end)]
         for lo, hi in read:
             gaps = [part for a, b in gaps for part in ((a, min(b, lo)), (max(a, hi), b)) if part[0] < part[1]]
-        unread = [whole[a:b].strip() for a, b in gaps]
-        text = " … ".join(u for u in unread if u)
-        results.append(text if len(text) >= UNREAD_MIN_SHARE * len(own) else None)
+        text = " … ".join(u for u in (whole[a:b].strip() for a, b in gaps) if u)
+        unread.append(_within(text, budget) if len(text) >= UNREAD_MIN_SHARE * len(own) else None)
         start, covered_to = at + 1, max(covered_to, end)
-    return results
+    ranked = sorted((i for i, text in enumerate(unread) if text), key=lambda i: -len(unread[i] or ""))
+    kept = set(ranked[: budget.per_turn])
+    return [_start(text, budget.read_chars) if i in kept and text else None for i, text in enumerate(unread)]
+
+
+def _start(text: str, max_chars: int) -> str:
+    """The start of `text`, at most `max_chars`, cut between words."""
+    return text if len(text) <= max_chars else text[:max_chars].rsplit(None, 1)[0]
+
+
+def _within(text: str, budget: ChunkBudget) -> str | None:
+    """`text` as the budget lets a chunk vector read it (uncut yet), or None when too little is left."""
+    if budget.language_only:
+        text = language_lines(text)
+    return text if text and len(text) >= budget.min_chars else None
 
 
 def _first_and_last(conversation: str, spans: list[list[Any]]) -> tuple[str, str]:
@@ -185,10 +227,11 @@ def embed_texts(conn: sqlite3.Connection, level: str, owner_ids: Iterable[int], 
         return {}
     marks = ",".join("?" * len(ids))
     if level == "chunk":
-        # A chunk's vector reads only what no other vector of its turn reads (`chunk_unread_texts`); a chunk
-        # with too little of its own (a turn's only chunk, one the turn's text holds) reads as the turn
-        # itself: the same text, so the worker reuses the turn's vector instead of computing one. (A chunk
-        # embedded whole before this rule keeps that vector: it is as right as ever.)
+        # A chunk's vector reads only what no other vector of its turn reads, within the chunk budget
+        # (`chunk_unread_texts`); a chunk with too little of its own (a turn's only chunk, one the turn's
+        # text holds, one of code, one past the turn's budget) reads as the turn itself: the same text, so
+        # the worker reuses the turn's vector instead of computing one. (A chunk embedded whole before this
+        # rule keeps that vector: it is as right as ever.)
         rows = conn.execute(
             "SELECT c.turn_id, c.id, c.content, t.full_text, t.tool_summary FROM chunks c "
             "JOIN turns t ON t.id = c.turn_id "
