@@ -7,8 +7,9 @@ import re
 import sqlite3
 import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import Any
 
 from memex.store.queries import Filters, where
 from memex.textutil import fts_text, has_cjk, lazy_pattern
@@ -19,6 +20,12 @@ CANDIDATES_PER_RESULT = 5
 # memex.config.recall_common_term_pct), once the store is big enough for shares to mean something.
 COMMON_WORD_SHARE = 0.05
 MIN_CHUNKS_FOR_RARITY = 2_000
+# An any-word query keeps its rarest words while the chunks holding them add up to at most this many (the
+# two rarest always): BM25 ranks every chunk it matches, ~1 µs each (memex.search.lexical._any_word_terms).
+ANY_WORD_POSTINGS = 30_000
+# A filtered search first ranks this many times the chunks it wants, unfiltered, and keeps those the
+# filters admit; only when too few pass does it rank every match under the filters.
+POST_FILTER_FACTOR = 20
 # Words too common to find anything by (English, French, German, Spanish): left out of an any-word
 # query, and of what a prompt is recalled by.
 STOPWORDS = set(
@@ -172,20 +179,12 @@ def search_chunks(
             expression = fts_query(query)
         else:
             rarity = rarity or TermRarity(conn)
-            expression = fts_query(_without_common_words(rarity, query), False, stems, rarity.forms)
+            expression = fts_query(_any_word_terms(rarity, query, stems), False, stems, rarity.forms)
         if expression is None:
             return []
-        clauses, params = filters.turn_clauses("t", "s")
-        rows = conn.execute(
-            "SELECT c.id AS chunk_id, c.turn_id, -bm25(chunks_fts) AS score "
-            "FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
-            "JOIN turns t ON t.id = c.turn_id JOIN sessions s ON s.session_id = t.session_id "
-            f"{where(['chunks_fts MATCH ?', *clauses])} ORDER BY bm25(chunks_fts) LIMIT ?",
-            [expression, *params, limit * CANDIDATES_PER_RESULT],
-        ).fetchall()
-        for row in rows:
-            if row["turn_id"] not in hits:
-                hits[row["turn_id"]] = LexicalHit(row["turn_id"], row["chunk_id"], row["score"], 0)
+        for chunk_id, turn_id, score in ranked_chunks(conn, expression, filters, limit * CANDIDATES_PER_RESULT):
+            if turn_id not in hits:
+                hits[turn_id] = LexicalHit(turn_id, chunk_id, score, 0)
         if len(hits) >= limit or len(_words(query)) <= 1:
             break
     ranked = list(hits.values())[:limit]
@@ -194,18 +193,74 @@ def search_chunks(
     return ranked
 
 
-def _without_common_words(rarity: TermRarity, query: str) -> str:
-    """The query's words minus those found in more than COMMON_WORD_SHARE of the chunks (the two rarest
-    always stay): in an any-word query they rank almost nothing, and their long posting lists make most
-    of its cost (a 20-word question over 300k chunks: 120 ms, most of it in three common words)."""
-    words = _words(query)
-    if len(words) <= 2:
+def ranked_chunks(
+    conn: sqlite3.Connection, expression: str, filters: Filters, count: int
+) -> list[tuple[int, int, float]]:
+    """(chunk id, turn id, BM25) of the best `count` chunks matching `expression` that the filters admit.
+
+    FTS5 ranks the matches itself (`ORDER BY rank`) and only the best are looked up: joined to their turns
+    first, every match was read in three tables before SQLite sorted them (an any-word query over 300k
+    chunks: 41 -> 15 ms of CPU, bench/query_latency.py). Under filters, the best POST_FILTER_FACTOR ×
+    `count` are filtered (a few at a time, the best first) when the filters leave out one session at most (a hook's
+    own); when too few of them pass, or under other filters, every match is joined and filtered.
+    """
+    clauses, params = filters.turn_clauses("t", "s")
+    if replace(filters, exclude_session=None) != Filters():  # a narrow filter: most of the best would fail it
+        return _filtered_chunks(conn, expression, clauses, params, count)
+    fetched = count * (POST_FILTER_FACTOR if clauses else 1)
+    best = conn.execute(
+        "SELECT rowid, -rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?", (expression, fetched)
+    )
+    joins = "FROM chunks c JOIN turns t ON t.id = c.turn_id JOIN sessions s ON s.session_id = t.session_id"
+    found: list[tuple[int, int, float]] = []
+    considered = 0
+    while batch := best.fetchmany(count * 2 if clauses else count):  # most pass: one session is left out
+        considered += len(batch)
+        marks = ",".join("?" * len(batch))
+        sql = f"SELECT c.id, c.turn_id {joins}{where([f'c.id IN ({marks})', *clauses])}"
+        turns = dict(conn.execute(sql, [*(r[0] for r in batch), *params]).fetchall())
+        found.extend((chunk_id, turns[chunk_id], score) for chunk_id, score in batch if chunk_id in turns)
+        if len(found) >= count:
+            return found[:count]
+    if considered < fetched:  # every match was considered
+        return found
+    return _filtered_chunks(conn, expression, clauses, params, count)
+
+
+def _filtered_chunks(
+    conn: sqlite3.Connection, expression: str, clauses: list[str], params: list[Any], count: int
+) -> list[tuple[int, int, float]]:
+    """`ranked_chunks` the slow way: every match joined to its turn and session, filtered, then ranked."""
+    rows = conn.execute(
+        "SELECT c.id, c.turn_id, -bm25(chunks_fts) FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
+        "JOIN turns t ON t.id = c.turn_id JOIN sessions s ON s.session_id = t.session_id"
+        f"{where(['chunks_fts MATCH ?', *clauses])} ORDER BY bm25(chunks_fts) LIMIT ?",
+        [expression, *params, count],
+    ).fetchall()
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+def _any_word_terms(rarity: TermRarity, query: str, stems: bool) -> str:
+    """The words of an any-word query: the query's rarest words, while the chunks holding them (all their
+    forms, with `stems`) add up to ANY_WORD_POSTINGS at most, never one found in more than
+    COMMON_WORD_SHARE of the chunks; the two rarest always. BM25 ranks every chunk an any-word query
+    matches, so its cost is what its words' posting lists hold (a 20-word question over 300k chunks
+    matched 180k of them: 220 ms), and a word common enough to be cut ranks little: a chunk that holds it
+    but none of the rarer words is rarely among the best."""
+    words = [w for w in _words(query) if w.lower() not in STOPWORDS] or _words(query)
+    if len(words) <= 2 or rarity.total < MIN_CHUNKS_FOR_RARITY:
         return query
-    if rarity.total < MIN_CHUNKS_FOR_RARITY:
-        return query
-    ranked = sorted(words, key=rarity.phrase_df)
-    kept = [w for w in ranked if rarity.phrase_df(w) <= COMMON_WORD_SHARE * rarity.total]
-    return " ".join(kept if len(kept) >= 2 else ranked[:2])
+    postings = {word: rarity.postings(word, stems) for word in words}
+    ranked = sorted(words, key=postings.__getitem__)
+    kept, read = ranked[:2], postings[ranked[0]] + postings[ranked[1]]
+    for word in ranked[2:]:
+        if rarity.phrase_df(word) > COMMON_WORD_SHARE * rarity.total:
+            continue
+        read += postings[word]
+        if read > ANY_WORD_POSTINGS:
+            break
+        kept.append(word)
+    return " ".join(kept)
 
 
 def chunk_texts(conn: sqlite3.Connection, chunk_ids: list[int]) -> dict[int, str]:
@@ -276,6 +331,12 @@ class TermRarity:
                 self.cache.setdefault(term, doc)
             self._forms[stem] = [term for term, _ in same[:MAX_STEM_FORMS]]
         return self._forms[stem]
+
+    def postings(self, word: str, stems: bool = False) -> int:
+        """Chunks an any-word query finds by `word` at most: with `stems`, those of all its indexed forms."""
+        stem = word_stem(word) if stems else None
+        forms = self.forms(stem) if stem else []
+        return sum(self.df(form) for form in forms) if forms else self.phrase_df(word)
 
     def idf(self, tokens: list[str]) -> float:
         """BM25's idf of a phrase, from its rarest token (a phrase is at most as common as that).
