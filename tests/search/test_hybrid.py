@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from memex.config import Config
+from memex.errors import EmbedderUnavailable
 from memex.search.hybrid import hybrid_search, is_coarse, level_order, names_only
 from memex.store.db import connect
 from memex.store.queries import Filters
@@ -218,3 +219,25 @@ def test_a_query_of_code_names_is_answered_by_the_turns_that_hold_them(config_st
     assert [h["session_id"] for h in hybrid_search(config_store, config, "parse_ingredients", Filters()).results] == [
         "cccc0000-recipes"
     ]
+
+
+class _FailingEmbedder:
+    """An embedder whose engine fails on the query (as a model that cannot run here would)."""
+
+    name, dimension, model_version = "e5-small-q4", 384, "test"
+
+    def embed_passages(self, texts):
+        raise EmbedderUnavailable("the engine failed")
+
+    def embed_queries(self, texts):
+        raise EmbedderUnavailable("the engine failed")
+
+
+def test_a_query_the_model_cannot_embed_is_answered_by_words(store, config) -> None:
+    """The query is embedded while the words are searched: when that fails, hybrid search answers by
+    words with a note, as when the model cannot load; a search by meaning alone too."""
+    found = hybrid_search(store, config, "sidebar footer", Filters(), embedder=_FailingEmbedder())
+    assert found.mode == "lexical" and found.results[0]["session_id"] == "bbbb0000-css"
+    assert any("semantic search unavailable (the engine failed)" in note for note in found.notes)
+    semantic = hybrid_search(store, config, "sidebar footer", Filters(), mode="semantic", embedder=_FailingEmbedder())
+    assert semantic.mode == "lexical" and semantic.results[0]["session_id"] == "bbbb0000-css"

@@ -129,22 +129,36 @@ def test_an_any_word_query_keeps_its_rarest_words_within_the_postings_budget(con
     assert gamma_only not in {hit.turn_id for hit in hits}
 
 
-def test_ranked_chunks_under_a_left_out_session_equal_the_joined_query(conn) -> None:
-    """FTS5 ranks first and the best are filtered after: the same chunks, in the same order, as joining
-    every match and filtering it, also when the left-out session holds all of the best matches (then every
-    match is joined)."""
-    from memex.search.lexical import _filtered_chunks, ranked_chunks
-    from memex.store.queries import Filters
+def test_ranked_chunks_under_filters_equal_the_joined_query(conn) -> None:
+    """FTS5 ranks every match and the best are filtered after, a batch at a time: the same chunks, in the
+    same order, as joining every match to its turn and session, filtering, then ranking; also when the
+    left-out session holds all of the best matches, and when the filters admit none."""
+    from memex.search.lexical import ranked_chunks
+    from memex.store.queries import Filters, where
 
     sessions = {"own": [f"needle needle needle note{i}" for i in range(60)]}
     sessions |= {f"other{n:02d}": [f"needle in haystack {n}", f"plain hay {n}"] for n in range(30)}
     _store(conn, sessions)
-    for filters in (Filters(), Filters(exclude_session="own"), Filters(project="/home/dev/shop")):
+
+    def joined(filters: Filters, count: int) -> list[tuple[int, int, float]]:
         clauses, params = filters.turn_clauses("t", "s")
+        sql = (
+            "SELECT c.id, c.turn_id, -bm25(chunks_fts) FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
+            "JOIN turns t ON t.id = c.turn_id JOIN sessions s ON s.session_id = t.session_id"
+            f"{where(['chunks_fts MATCH ?', *clauses])} ORDER BY bm25(chunks_fts) LIMIT ?"
+        )
+        return [tuple(r) for r in conn.execute(sql, ['"needle"', *params, count])]
+
+    for filters, admitted in (
+        (Filters(), 90),
+        (Filters(exclude_session="own"), 30),
+        (Filters(project="/home/dev/shop"), 90),
+        (Filters(project="/elsewhere"), 0),
+    ):
         for count in (2, 20, 100):
             found = ranked_chunks(conn, '"needle"', filters, count)
-            assert found == _filtered_chunks(conn, '"needle"', clauses, params, count)
-            assert len(found) == min(count, 90 if filters.exclude_session is None else 30)
+            assert found == joined(filters, count)
+            assert len(found) == min(count, admitted)
     turns = {r[0]: r[1] for r in conn.execute("SELECT id, session_id FROM turns")}
     assert {turns[turn] for _, turn, _ in ranked_chunks(conn, '"needle"', Filters(exclude_session="own"), 5)} <= {
         f"other{n:02d}" for n in range(30)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from memex.config import Config
 from memex.errors import EmbedderUnavailable
@@ -36,6 +36,30 @@ class Embedder(Protocol):
         ...
 
 
+class Background(Generic[T]):
+    """`function()` started in a daemon thread at once; `result()` waits for it and returns its value or
+    raises its exception. A query is embedded so while the search reads the index by words: the engine
+    (ctypes) and SQLite release the GIL, so the two share the cores."""
+
+    def __init__(self, function: Callable[[], T]) -> None:
+        self._outcome: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                self._outcome["value"] = function()
+            except BaseException as exc:  # handed to the caller
+                self._outcome["error"] = exc
+
+        self._thread = threading.Thread(target=run, name="memex-embed", daemon=True)
+        self._thread.start()
+
+    def result(self) -> T:
+        self._thread.join()
+        if "error" in self._outcome:
+            raise self._outcome["error"]
+        return cast(T, self._outcome["value"])
+
+
 def interruptible(function: Callable[[], T]) -> T:
     """`function()` run in a daemon thread while this thread waits for it.
 
@@ -44,20 +68,7 @@ def interruptible(function: Callable[[], T]) -> T:
     thread is interruptible, so KeyboardInterrupt is raised here at once; the engine finishes that text
     in the abandoned (daemon) thread, which the process does not wait for when it exits.
     """
-    outcome: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            outcome["value"] = function()
-        except BaseException as exc:  # handed to the caller
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=run, name="memex-embed", daemon=True)
-    thread.start()
-    thread.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
+    return Background(function).result()
 
 
 class E5SmallQ4:

@@ -14,10 +14,11 @@ from __future__ import annotations
 import re
 import sqlite3
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from memex.config import Config
-from memex.embed.model import Embedder, EmbedderUnavailable, backend_of, load_embedder
+from memex.embed.model import Background, Embedder, EmbedderUnavailable, backend_of, load_embedder
 from memex.mirrors.search import excerpt, mirror_hits, search_mirrors
 from memex.search.highlight import spans_json
 from memex.search.lexical import TermRarity, chunk_texts, search_chunks, word_coverage
@@ -305,6 +306,16 @@ def _lend_to_neighbours(conn: sqlite3.Connection, fusion: _Fusion) -> None:
             fusion.turns[turn_id].score += NEIGHBOUR_SHARE * lent
 
 
+def _embedded_query(config: Config, embedder: Embedder | None, query: str) -> tuple[Embedder, np.ndarray]:
+    """The embedder (loaded unless given) and the query's vector."""
+    embedder = embedder or load_embedder(config)
+    return embedder, embedder.embed_queries([query])[0]
+
+
+def _unavailable(exc: EmbedderUnavailable) -> str:
+    return f"semantic search unavailable ({exc}); lexical results only"
+
+
 def _passes_floor(candidate: _Candidate, floor: float, best: float) -> bool:
     """A hit found lexically always passes; one found only by meaning must beat the content-free anchors
     (`floor`) and come within RELATIVE_COSINE_MARGIN of the query's best cosine (`best`); a floor above 1
@@ -333,18 +344,22 @@ def hybrid_search(
     floor = 0.0
     wanted = limit * max(per_session, 1) * 3
     searchable: list[str] = []
+    query_vector: Background[tuple[Embedder, np.ndarray]] | None = None
     if mode in ("hybrid", "semantic"):
         try:
             backend_of(config)
             searchable = levels_with_vectors(conn, config, levels, filters)
             if searchable:  # otherwise nothing could be found by meaning: no model, no query vector
-                embedder = embedder or load_embedder(config)
+                # The model loads (in a new process) and embeds the query while the words are searched.
+                query_vector = Background(partial(_embedded_query, config, embedder, query))
+                if mode == "semantic":  # nothing to do meanwhile
+                    query_vector.result()
             elif not levels_with_vectors(conn, config, levels, Filters()):
                 notes.append("no vectors yet (run `memex embed`); nothing found by meaning")
             mode = mode if searchable or mode == "semantic" else "lexical"
         except EmbedderUnavailable as exc:
-            notes.append(f"semantic search unavailable ({exc}); lexical results only")
-            mode, searchable = "lexical", []
+            notes.append(_unavailable(exc))
+            mode, searchable, query_vector = "lexical", [], None
     if mode in ("hybrid", "lexical"):
         if "chunk" in weights or "turn" in weights:  # lexical hits are chunk matches, grouped to turns
             # Words weigh as much as meaning's two fine lists together (chunks and turns mostly agree, so
@@ -363,11 +378,16 @@ def hybrid_search(
                 fusion.add_session(
                     found["mirror_id"], found["session_id"], "mirror", rank, weights["session"], bm25=found["score"]
                 )
+    if query_vector is not None:
+        try:
+            embedder, vector = query_vector.result()
+        except EmbedderUnavailable as exc:
+            notes.append(_unavailable(exc))
+            mode, searchable = "lexical", []
     if mode in ("hybrid", "semantic") and searchable:
         from memex.search.anchors import semantic_floor
 
         assert embedder is not None
-        vector = embedder.embed_queries([query])[0]
         # In hybrid mode a query of code names is answered by the turns that hold them (`--mode semantic`
         # still ranks by meaning alone).
         floor = 2.0 if mode == "hybrid" and names_only(query) else semantic_floor(config, embedder, vector)

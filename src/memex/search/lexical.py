@@ -7,9 +7,8 @@ import re
 import sqlite3
 import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from memex.store.queries import Filters, where
 from memex.textutil import fts_text, has_cjk, lazy_pattern
@@ -23,9 +22,8 @@ MIN_CHUNKS_FOR_RARITY = 2_000
 # An any-word query keeps its rarest words while the chunks holding them add up to at most this many (the
 # two rarest always): BM25 ranks every chunk it matches, ~1 µs each (memex.search.lexical._any_word_terms).
 ANY_WORD_POSTINGS = 30_000
-# A filtered search first ranks this many times the chunks it wants, unfiltered, and keeps those the
-# filters admit; only when too few pass does it rank every match under the filters.
-POST_FILTER_FACTOR = 20
+# Ranked chunks are checked against the filters at most this many at a time (SQL parameters).
+MAX_LOOKUP_BATCH = 8_192
 # Words too common to find anything by (English, French, German, Spanish): left out of an any-word
 # query, and of what a prompt is recalled by.
 STOPWORDS = set(
@@ -198,46 +196,26 @@ def ranked_chunks(
 ) -> list[tuple[int, int, float]]:
     """(chunk id, turn id, BM25) of the best `count` chunks matching `expression` that the filters admit.
 
-    FTS5 ranks the matches itself (`ORDER BY rank`) and only the best are looked up: joined to their turns
-    first, every match was read in three tables before SQLite sorted them (an any-word query over 300k
-    chunks: 41 -> 15 ms of CPU, bench/query_latency.py). Under filters, the best POST_FILTER_FACTOR ×
-    `count` are filtered (a few at a time, the best first) when the filters leave out one session at most (a hook's
-    own); when too few of them pass, or under other filters, every match is joined and filtered.
+    FTS5 ranks the matches itself (`ORDER BY rank`), and the best are looked up a batch at a time (each
+    twice the last) until `count` of them pass the filters. Joined to their turns and sessions first, every
+    match was read in three tables before SQLite sorted them: an any-word query over 300k chunks took
+    41 ms of CPU, 15 ms so (bench/query_latency.py).
     """
     clauses, params = filters.turn_clauses("t", "s")
-    if replace(filters, exclude_session=None) != Filters():  # a narrow filter: most of the best would fail it
-        return _filtered_chunks(conn, expression, clauses, params, count)
-    fetched = count * (POST_FILTER_FACTOR if clauses else 1)
     best = conn.execute(
-        "SELECT rowid, -rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?", (expression, fetched)
+        "SELECT rowid, -rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank" + ("" if clauses else " LIMIT ?"),
+        (expression,) if clauses else (expression, count),
     )
     joins = "FROM chunks c JOIN turns t ON t.id = c.turn_id JOIN sessions s ON s.session_id = t.session_id"
     found: list[tuple[int, int, float]] = []
-    considered = 0
-    while batch := best.fetchmany(count * 2 if clauses else count):  # most pass: one session is left out
-        considered += len(batch)
+    size = count * 2 if clauses else count
+    while len(found) < count and (batch := best.fetchmany(size)):
         marks = ",".join("?" * len(batch))
         sql = f"SELECT c.id, c.turn_id {joins}{where([f'c.id IN ({marks})', *clauses])}"
         turns = dict(conn.execute(sql, [*(r[0] for r in batch), *params]).fetchall())
         found.extend((chunk_id, turns[chunk_id], score) for chunk_id, score in batch if chunk_id in turns)
-        if len(found) >= count:
-            return found[:count]
-    if considered < fetched:  # every match was considered
-        return found
-    return _filtered_chunks(conn, expression, clauses, params, count)
-
-
-def _filtered_chunks(
-    conn: sqlite3.Connection, expression: str, clauses: list[str], params: list[Any], count: int
-) -> list[tuple[int, int, float]]:
-    """`ranked_chunks` the slow way: every match joined to its turn and session, filtered, then ranked."""
-    rows = conn.execute(
-        "SELECT c.id, c.turn_id, -bm25(chunks_fts) FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
-        "JOIN turns t ON t.id = c.turn_id JOIN sessions s ON s.session_id = t.session_id"
-        f"{where(['chunks_fts MATCH ?', *clauses])} ORDER BY bm25(chunks_fts) LIMIT ?",
-        [expression, *params, count],
-    ).fetchall()
-    return [(r[0], r[1], r[2]) for r in rows]
+        size = min(size * 2, MAX_LOOKUP_BATCH)
+    return found[:count]
 
 
 def _any_word_terms(rarity: TermRarity, query: str, stems: bool) -> str:
