@@ -163,3 +163,24 @@ def test_ranked_chunks_under_filters_equal_the_joined_query(conn) -> None:
     assert {turns[turn] for _, turn, _ in ranked_chunks(conn, '"needle"', Filters(exclude_session="own"), 5)} <= {
         f"other{n:02d}" for n in range(30)
     }
+
+
+def test_word_counts_are_kept_until_the_store_changes(conn, config) -> None:
+    """TermRarity.of reuses the counts it read while nothing was written; a write by this connection or
+    by another one makes it read them again (a word indexed since is counted)."""
+    from memex.search.lexical import TermRarity
+    from memex.store.db import connect
+
+    _store(conn, {"s1": ["quokka habitat notes"]})
+    rarity = TermRarity.of(conn)
+    assert rarity.df("quokka") == 1 and rarity.df("wombat") == 0
+    assert TermRarity.of(conn) is rarity
+    other = connect(config.db_path)
+    try:
+        _store(other, {"s2": ["wombat burrow notes"]})
+    finally:
+        other.close()
+    again = TermRarity.of(conn)
+    assert again is not rarity and again.df("wombat") == 1 and again.df("notes") == 2
+    _store(conn, {"s3": ["wombat again"]})
+    assert TermRarity.of(conn).df("wombat") == 2

@@ -365,7 +365,7 @@ def hybrid_search(
             # Words weigh as much as meaning's two fine lists together (chunks and turns mostly agree, so
             # meaning would otherwise count twice): LoCoMo dev Recall@10 +0.01 over the chunk weight alone.
             weight = weights.get("chunk", 0.0) + weights.get("turn", 0.0)
-            rarity = TermRarity(conn)  # the words' counts, read once for both
+            rarity = TermRarity.of(conn)  # the words' counts, read once for both
             hits = search_chunks(conn, query, filters, wanted, stems=True, rarity=rarity)
             coverage = word_coverage(conn, query, chunk_texts(conn, [hit.chunk_id for hit in hits]), rarity)
             for hit in hits:

@@ -9,6 +9,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import ClassVar
 
 from memex.store.queries import Filters, where
 from memex.textutil import fts_text, has_cjk, lazy_pattern
@@ -22,6 +23,8 @@ MIN_CHUNKS_FOR_RARITY = 2_000
 # An any-word query keeps its rarest words while the chunks holding them add up to at most this many (the
 # two rarest always): BM25 ranks every chunk it matches, ~1 µs each (memex.search.lexical._any_word_terms).
 ANY_WORD_POSTINGS = 30_000
+# Connections whose words' counts TermRarity.of keeps.
+KEPT_CONNECTIONS = 4
 # Ranked chunks are checked against the filters at most this many at a time (SQL parameters).
 MAX_LOOKUP_BATCH = 8_192
 # Words too common to find anything by (English, French, German, Spanish): left out of an any-word
@@ -91,7 +94,7 @@ def word_coverage(
     idf; a word the store never saw weighs most). Stopwords count only when the query has nothing else;
     an English word counts when any of its forms is there (as the stemmed any-word search finds it)."""
     words = [w for w in _words(query) if w.lower() not in STOPWORDS] or _words(query)
-    rarity = rarity or TermRarity(conn)
+    rarity = rarity or TermRarity.of(conn)
     weights: dict[str, float] = {}
     for word in words:
         tokens = term_tokens(word)
@@ -176,7 +179,7 @@ def search_chunks(
         if match_all:
             expression = fts_query(query)
         else:
-            rarity = rarity or TermRarity(conn)
+            rarity = rarity or TermRarity.of(conn)
             expression = fts_query(_any_word_terms(rarity, query, stems), False, stems, rarity.forms)
         if expression is None:
             return []
@@ -275,7 +278,28 @@ def term_tokens(text: str) -> list[str]:
 
 
 class TermRarity:
-    """Inverse document frequency of FTS tokens, read from an fts5vocab table over the chunk index."""
+    """Inverse document frequency of FTS tokens, read from an fts5vocab table over the chunk index.
+
+    fts5vocab counts a word's chunks by reading its whole posting list (a common word: milliseconds), so
+    `TermRarity.of` keeps what it read while the store has not changed.
+    """
+
+    _kept: ClassVar[dict[int, tuple[sqlite3.Connection, tuple[int, int], TermRarity]]] = {}
+
+    @classmethod
+    def of(cls, conn: sqlite3.Connection) -> TermRarity:
+        """The counts of this connection's store: those read before, unless a write (by this connection
+        or any other) came since. A few connections are remembered (a daemon's, a warm server's)."""
+        state = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
+        kept = cls._kept.get(id(conn))
+        if kept is not None and kept[0] is conn and kept[1] == state:
+            return kept[2]
+        rarity = cls(conn)
+        cls._kept.pop(id(conn), None)
+        cls._kept[id(conn)] = (conn, state, rarity)
+        while len(cls._kept) > KEPT_CONNECTIONS:
+            del cls._kept[next(iter(cls._kept))]
+        return rarity
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn

@@ -108,7 +108,7 @@ def recall(
     terms = query_terms(prompt, max_query_terms)
     if not terms:
         return []
-    rarity = TermRarity(conn)
+    rarity = TermRarity.of(conn)
     if rarity.total == 0:
         return []
     known = [k for k in dict.fromkeys(rarity.known(term) for term in terms) if k]
