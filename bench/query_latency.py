@@ -13,6 +13,7 @@ bench/.cache/search). Two set-ups are measured, each in processes of their own:
   BLAS on every core (`OPENBLAS_NUM_THREADS`);
 - now: the defaults (one thread for a query, waiting threads sleep, one BLAS thread).
 
+Bytecode of src/ and the virtualenv is compiled first (as bench/cold_start.py does).
 "hog" rows run one busy loop per core beside the measurement (as when a build or a test suite runs).
 Latency is wall time seen by the client: an HTTP request to a running daemon API, a request to a running
 warm server, and a whole `memex search --json` process (start-up included).
@@ -40,6 +41,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from cold_start import precompile
 from memex.config import load_config
 from memex.hooks.warm import ask
 from search import CACHE, build_store, real_texts, vocabulary
@@ -220,6 +222,7 @@ def main() -> None:
     if args.serve_api:
         serve_api()
         return
+    precompile()  # as an installed package is: no process compiles its imports
     passages, prompts = real_texts()
     home = CACHE / f"store-{args.turns}"
     if not (home / "memex.db").exists():

@@ -122,6 +122,12 @@ class E5SmallQ4:
         return self._run("query", self._model.query, texts)
 
 
+def embedded_query(config: Config, embedder: Embedder | None, text: str) -> tuple[Embedder, np.ndarray]:
+    """The embedder (loaded unless given) and the vector of `text` as a query."""
+    embedder = embedder or load_embedder(config)
+    return embedder, embedder.embed_queries([text])[0]
+
+
 def prepare_openmp(threads: int) -> None:
     """Settings OpenMP reads once, when the engine loads: call before the first model loads.
 

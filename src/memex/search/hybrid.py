@@ -18,7 +18,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from memex.config import Config
-from memex.embed.model import Background, Embedder, EmbedderUnavailable, backend_of, load_embedder
+from memex.embed.model import Background, Embedder, EmbedderUnavailable, backend_of, embedded_query
 from memex.mirrors.search import excerpt, mirror_hits, search_mirrors
 from memex.search.highlight import spans_json
 from memex.search.lexical import TermRarity, chunk_texts, search_chunks, word_coverage
@@ -306,12 +306,6 @@ def _lend_to_neighbours(conn: sqlite3.Connection, fusion: _Fusion) -> None:
             fusion.turns[turn_id].score += NEIGHBOUR_SHARE * lent
 
 
-def _embedded_query(config: Config, embedder: Embedder | None, query: str) -> tuple[Embedder, np.ndarray]:
-    """The embedder (loaded unless given) and the query's vector."""
-    embedder = embedder or load_embedder(config)
-    return embedder, embedder.embed_queries([query])[0]
-
-
 def _unavailable(exc: EmbedderUnavailable) -> str:
     return f"semantic search unavailable ({exc}); lexical results only"
 
@@ -351,7 +345,7 @@ def hybrid_search(
             searchable = levels_with_vectors(conn, config, levels, filters)
             if searchable:  # otherwise nothing could be found by meaning: no model, no query vector
                 # The model loads (in a new process) and embeds the query while the words are searched.
-                query_vector = Background(partial(_embedded_query, config, embedder, query))
+                query_vector = Background(partial(embedded_query, config, embedder, query))
                 if mode == "semantic":  # nothing to do meanwhile
                     query_vector.result()
             elif not levels_with_vectors(conn, config, levels, Filters()):

@@ -13,12 +13,17 @@ from __future__ import annotations
 import re
 import sqlite3
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from memex.config import Config
+from memex.embed.model import Background, Embedder, embedded_query
 from memex.search.lexical import _CJK_RUN, STOPWORDS, TermRarity, search_chunks, term_tokens
 from memex.store.queries import Filters, turns_by_ids
 from memex.textutil import has_cjk, strip_system_reminders
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # Lexical candidates examined per turn wanted: most fail the relevance floor.
 CANDIDATES_PER_HIT = 4
@@ -152,6 +157,13 @@ def recall(
     return chosen
 
 
+def recall_query_vector(config: Config, prompt: str) -> Background[tuple[Embedder, np.ndarray]]:
+    """The prompt's embedding (and the embedder), started in a thread: the warm server embeds a prompt
+    while lexical recall searches its words. When lexical recall fills every place, or no turn of another
+    session has a vector, the thread's ~12 ms of CPU were spent for nothing; the answer never waits for it."""
+    return Background(partial(embedded_query, config, None, strip_system_reminders(prompt)))
+
+
 def semantic_recall(
     conn: sqlite3.Connection,
     config: Config,
@@ -161,9 +173,10 @@ def semantic_recall(
     chosen: list[Recalled],
     max_hits: int,
     max_per_session: int,
+    query_vector: Background[tuple[Embedder, np.ndarray]] | None = None,
 ) -> list[Recalled]:
-    """`chosen` (lexical recall) completed with turns near the prompt by meaning, up to `max_hits`."""
-    from memex.embed.model import load_embedder
+    """`chosen` (lexical recall) completed with turns near the prompt by meaning, up to `max_hits`.
+    `query_vector`: the prompt's embedding started meanwhile (`recall_query_vector`), else embedded here."""
     from memex.search.anchors import semantic_floor
     from memex.search.hybrid import filtered_search, has_vectors
     from memex.search.vector import vector_index
@@ -171,8 +184,7 @@ def semantic_recall(
     others = Filters(exclude_session=session_id)
     if len(chosen) >= max_hits or not has_vectors(conn, config, "turn", others):
         return chosen  # no turn vector of another session: the model is neither loaded nor run
-    embedder = load_embedder(config)
-    query = embedder.embed_queries([strip_system_reminders(prompt)])[0]
+    embedder, query = (query_vector or recall_query_vector(config, prompt)).result()
     floor = (
         semantic_floor(config, embedder, query) + (config.recall_semantic_margin - config.search_semantic_margin) / 1000
     )
