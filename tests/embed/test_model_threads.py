@@ -83,7 +83,7 @@ def test_waiting_threads_sleep_unless_the_user_chose_otherwise() -> None:
 
 def test_background_work_starts_at_once_and_hands_back_its_value_or_error() -> None:
     """The query is embedded while the caller searches by words: the work runs before anyone waits."""
-    from memex.embed.model import Background
+    from memex.background import Background
 
     started = threading.Event()
     release = threading.Event()

@@ -32,7 +32,8 @@ from memex.store.queries import (
 if TYPE_CHECKING:
     import numpy as np
 
-    from memex.embed.model import Background, Embedder
+    from memex.background import Background
+    from memex.embed.model import Embedder
 
 # Tools whose file mention means the turn changed the file: listed first in a file's history.
 CHANGING_TOOLS = {"Edit", "MultiEdit", "Write", "NotebookEdit", "file_history_snapshot"}

@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from memex.background import Background
 from memex.config import Config
 from memex.errors import EmbedderUnavailable
 
@@ -34,30 +35,6 @@ class Embedder(Protocol):
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Unit-length float32 vectors, one row per text to search with."""
         ...
-
-
-class Background(Generic[T]):
-    """`function()` started in a daemon thread at once; `result()` waits for it and returns its value or
-    raises its exception. A query is embedded so while the search reads the index by words: the engine
-    (ctypes) and SQLite release the GIL, so the two share the cores."""
-
-    def __init__(self, function: Callable[[], T]) -> None:
-        self._outcome: dict[str, Any] = {}
-
-        def run() -> None:
-            try:
-                self._outcome["value"] = function()
-            except BaseException as exc:  # handed to the caller
-                self._outcome["error"] = exc
-
-        self._thread = threading.Thread(target=run, name="memex-embed", daemon=True)
-        self._thread.start()
-
-    def result(self) -> T:
-        self._thread.join()
-        if "error" in self._outcome:
-            raise self._outcome["error"]
-        return cast(T, self._outcome["value"])
 
 
 def interruptible(function: Callable[[], T]) -> T:

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from memex.background import Background
 from memex.config import Config
-from memex.embed.model import Background, Embedder, EmbedderUnavailable, backend_of, embedded_query
+from memex.embed.model import Embedder, EmbedderUnavailable, backend_of, embedded_query
 from memex.mirrors.search import excerpt, mirror_hits, search_mirrors
 from memex.search.highlight import spans_json
 from memex.search.lexical import TermRarity, chunk_texts, search_chunks, word_coverage

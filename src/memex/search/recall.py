@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from memex.background import Background
 from memex.config import Config
-from memex.embed.model import Background, Embedder, embedded_query
+from memex.embed.model import Embedder, embedded_query
 from memex.search.lexical import _CJK_RUN, STOPWORDS, TermRarity, search_chunks, term_tokens
 from memex.store.queries import Filters, turns_by_ids
 from memex.textutil import has_cjk, strip_system_reminders

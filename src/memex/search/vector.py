@@ -11,10 +11,10 @@ against the table.
 A store this process cannot write (a read-only mount, another user's folder) is searched all the same: an
 up-to-date cache is read as it is, and otherwise the process keeps its own copy of the vectors in memory.
 
-Up to `search_binary_above` rows the search is exact (one matrix product: ~40 ms over 1M rows on 2 cores
-once the OS has the matrix in memory); above it, Hamming distance over the 1-bit codes picks
-`search_rerank_candidates` rows that exact cosine re-ranks, reading 48 bytes a row instead of 1,536
-(bench/search.py measures both). Why not an ANN library: see the README.
+Up to `search_binary_above` rows the search is exact (one matrix product, in parts on a thread per core:
+~40 ms over 1M rows on 2 cores once the OS has the matrix in memory); above it, Hamming distance over the
+1-bit codes picks `search_rerank_candidates` rows that exact cosine re-ranks, reading 48 bytes a row
+instead of 1,536 (bench/search.py measures both). Why not an ANN library: see the README.
 """
 
 from __future__ import annotations
@@ -26,11 +26,13 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import orjson
 
+from memex.background import Background
 from memex.config import Config
 from memex.store.db import is_read_only_error, make_private_folder, open_private
 
@@ -40,6 +42,9 @@ log = logging.getLogger("memex.search")
 DEAD_SHARE = 0.2
 MIN_DEAD_ROWS = 1_000
 FETCH_ROWS = 10_000  # rows read from SQLite per step while filling the cache
+# A matrix scanned in parts on threads of their own has at least this many rows per part.
+SCAN_PART_ROWS = 50_000
+MAX_SCAN_THREADS = 4
 CACHE_FILES = ("matrix.f32", "ids.i64", "owners.i64", "bits.u8", "center.f32")
 
 
@@ -274,7 +279,7 @@ class VectorIndex:
             scores = self._matrix[positions] @ query
         else:
             selected = np.flatnonzero(mask) if mask is not None else None
-            scores = (self._matrix[selected] if selected is not None else self._matrix) @ query
+            scores = scan(self._matrix[selected] if selected is not None else self._matrix, query)
             positions = selected if selected is not None else np.arange(self.rows)
         top = min(wanted, len(scores))
         best = np.argpartition(-scores, top - 1)[:top]
@@ -320,6 +325,28 @@ class VectorIndex:
                 if len(found) == k:
                     break
         return [Neighbour(owner, score) for owner, score in found.items()]
+
+
+def scan(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """`matrix @ query`; past SCAN_PART_ROWS rows, in parts on threads of their own (one per core, at most
+    MAX_SCAN_THREADS). numpy releases the GIL, so the parts run at once: a product over a large matrix is
+    bound by reading memory (and, in a new process, by mapping the file's pages), which one core alone
+    does not saturate. numpy's BLAS did so with a team of threads that then spun, idle, on the cores
+    (memex runs it on one thread); these threads end with their part."""
+    parts = min(os.cpu_count() or 1, MAX_SCAN_THREADS, len(matrix) // SCAN_PART_ROWS)
+    if parts <= 1:
+        return matrix @ query
+    bounds = [len(matrix) * i // parts for i in range(parts + 1)]
+    scores = np.empty(len(matrix), dtype=np.result_type(matrix, query))
+
+    def part(i: int) -> None:
+        np.matmul(matrix[bounds[i] : bounds[i + 1]], query, out=scores[bounds[i] : bounds[i + 1]])
+
+    others = [Background(partial(part, i)) for i in range(1, parts)]
+    part(0)
+    for other in others:
+        other.result()
+    return scores
 
 
 def _write(path: os.PathLike[str], data: bytes, truncate: bool = False) -> None:
