@@ -125,6 +125,7 @@ def test_cli_modes_and_json_explain(run, store) -> None:
 def test_a_selective_filter_falls_back_to_searching_only_admitted_vectors(store, home, monkeypatch) -> None:
     import memex.search.hybrid as hybrid
     from memex.config import load_config
+    from memex.embed.model import load_embedder
 
     monkeypatch.setattr(hybrid, "POST_FILTER_FACTOR", 1)
     narrow = load_config({**os.environ, "MEMEX_SEARCH_VECTOR_CANDIDATES": "1"})
@@ -137,8 +138,8 @@ def test_a_selective_filter_falls_back_to_searching_only_admitted_vectors(store,
     lists = hybrid._semantic_lists(
         store,
         narrow,
-        hybrid.load_embedder(narrow),
-        hybrid.load_embedder(narrow).embed_queries(["sticky header"])[0],
+        load_embedder(narrow),
+        load_embedder(narrow).embed_queries(["sticky header"])[0],
         Filters(project="kitchen"),
         ["turn"],
         1,
