@@ -9,6 +9,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import accumulate
 from typing import ClassVar
 
 from memex.store.queries import Filters, where
@@ -222,26 +223,22 @@ def ranked_chunks(
 
 
 def _any_word_terms(rarity: TermRarity, query: str, stems: bool) -> str:
-    """The words of an any-word query: the query's rarest words, while the chunks holding them (all their
-    forms, with `stems`) add up to ANY_WORD_POSTINGS at most, never one found in more than
-    COMMON_WORD_SHARE of the chunks; the two rarest always. BM25 ranks every chunk an any-word query
-    matches, so its cost is what its words' posting lists hold (a 20-word question over 300k chunks
-    matched 180k of them: 220 ms), and a word common enough to be cut ranks little: a chunk that holds it
-    but none of the rarer words is rarely among the best."""
-    words = [w for w in _words(query) if w.lower() not in STOPWORDS] or _words(query)
+    """The words of an any-word query: those found in at most COMMON_WORD_SHARE of the chunks, the rarest
+    first while the chunks holding them (all their forms, with `stems`) add up to ANY_WORD_POSTINGS (two
+    at least); when fewer than two are that rare, the query's two rarest words (stopwords count: they
+    leave the query after, so a common name does not join the one rare word). BM25 ranks every chunk an
+    any-word query matches, so its cost is what its words' posting lists hold (a 20-word question over
+    300k chunks matched 180k: 220 ms), and a common word ranks little: a chunk that holds it but none of
+    the rarer words is rarely among the best."""
+    words = _words(query)
     if len(words) <= 2 or rarity.total < MIN_CHUNKS_FOR_RARITY:
         return query
-    postings = {word: rarity.postings(word, stems) for word in words}
-    ranked = sorted(words, key=postings.__getitem__)
-    kept, read = ranked[:2], postings[ranked[0]] + postings[ranked[1]]
-    for word in ranked[2:]:
-        if rarity.phrase_df(word) > COMMON_WORD_SHARE * rarity.total:
-            continue
-        read += postings[word]
-        if read > ANY_WORD_POSTINGS:
-            break
-        kept.append(word)
-    return " ".join(kept)
+    ranked = sorted(words, key=rarity.phrase_df)
+    kept = [w for w in ranked if rarity.phrase_df(w) <= COMMON_WORD_SHARE * rarity.total]
+    if len(kept) < 2:
+        return " ".join(ranked[:2])
+    within = sum(total <= ANY_WORD_POSTINGS for total in accumulate(rarity.postings(w, stems) for w in kept))
+    return " ".join(kept[: max(2, within)])
 
 
 def chunk_texts(conn: sqlite3.Connection, chunk_ids: list[int]) -> dict[int, str]:
