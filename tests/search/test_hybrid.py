@@ -143,6 +143,7 @@ def test_a_selective_filter_falls_back_to_searching_only_admitted_vectors(store,
         Filters(project="kitchen"),
         ["turn"],
         1,
+        {},
     )
     owners = [n.owner_id for n in lists["turn"]]
     kitchen = {
@@ -242,3 +243,25 @@ def test_a_query_the_model_cannot_embed_is_answered_by_words(store, config) -> N
     assert any("semantic search unavailable (the engine failed)" in note for note in found.notes)
     semantic = hybrid_search(store, config, "sidebar footer", Filters(), mode="semantic", embedder=_FailingEmbedder())
     assert semantic.mode == "lexical" and semantic.results[0]["session_id"] == "bbbb0000-css"
+
+
+def test_a_warm_search_scans_the_vectors_while_the_words_are_searched(store, config) -> None:
+    """A process that searched by meaning before scans the matrices as soon as the query is embedded
+    (beside the search by words): the same results as a search that scans when it gets there, and the
+    scan is used only for the query it was made for."""
+    from memex.embed.model import load_embedder
+    from memex.search.hybrid import _searched_indexes
+    from memex.search.vector import searched_index, vector_index
+
+    query = "sticky header on narrow screens"
+    first = hybrid_search(store, config, query, Filters())  # maps the indexes
+    indexes = _searched_indexes(store, config, ["chunk", "turn"])
+    assert set(indexes) == {"chunk", "turn"} and searched_index(config, "turn") is indexes["turn"]
+    again = hybrid_search(store, config, query, Filters())
+    assert again.results == first.results
+    embedder = load_embedder(config)
+    vector, other = embedder.embed_queries([query, "recipe ingredient parser"])
+    index = vector_index(config, "turn", embedder.dimension)
+    scanned = index.scanned(vector)
+    assert index.search(store, vector, 3, scanned=scanned) == index.search(store, vector, 3)
+    assert index.search(store, other, 3, scanned=scanned) == index.search(store, other, 3)  # not its scan

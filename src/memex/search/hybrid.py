@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import sys
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -30,7 +31,7 @@ from memex.store.queries import Filters, turns_by_ids, where
 if TYPE_CHECKING:
     import numpy as np
 
-    from memex.search.vector import Neighbour, VectorIndex
+    from memex.search.vector import Neighbour, Scan, VectorIndex
 
 MODES = ("hybrid", "lexical", "semantic")
 # A filtered vector search first takes this many times the neighbours it wants, unfiltered, and keeps those
@@ -166,13 +167,16 @@ def filtered_search(
     filters: Filters,
     wanted: int,
     need: int,
+    scanned: Scan | None = None,
 ) -> list[Neighbour]:
     """Nearest neighbours under the filters: the unfiltered nearest, filtered, when enough of them pass
     (a query reads a few thousand rows' filter columns); otherwise a search restricted to every admitted
-    owner (listing them costs ~0.3 s per level per million rows)."""
+    owner (listing them costs ~0.3 s per level per million rows). `scanned`: the query's exact scan of
+    the index, made beforehand."""
     if filters == Filters():
-        return index.search(conn, vector, wanted)
-    nearest = index.search(conn, vector, wanted * POST_FILTER_FACTOR, verify=False)  # owners are checked next
+        return index.search(conn, vector, wanted, scanned=scanned)
+    # The owners are checked next.
+    nearest = index.search(conn, vector, wanted * POST_FILTER_FACTOR, verify=False, scanned=scanned)
     admitted = _admitted(conn, level, filters, nearest)
     if len(admitted) >= need or len(nearest) < wanted * POST_FILTER_FACTOR:
         return admitted[:wanted]
@@ -208,6 +212,7 @@ def _semantic_lists(
     filters: Filters,
     levels: list[str],
     limit: int,
+    scans: dict[str, Scan],
 ) -> dict[str, list[Neighbour]]:
     from memex.search.vector import vector_index
 
@@ -215,8 +220,31 @@ def _semantic_lists(
     lists = {}
     for level in levels:
         index = vector_index(config, level, embedder.dimension)
-        lists[level] = filtered_search(conn, index, vector, level, filters, wanted, need=limit * 3)
+        lists[level] = filtered_search(conn, index, vector, level, filters, wanted, limit * 3, scans.get(level))
     return lists
+
+
+def _searched_indexes(conn: sqlite3.Connection, config: Config, levels: list[str]) -> dict[str, VectorIndex]:
+    """The vector indexes of `levels` this process has searched before, brought up to date: their matrices
+    are scanned as soon as the query is embedded, while the words are searched. None in a new process: numpy
+    would be imported here, before the model's thread imports it beside the search by words."""
+    if "memex.search.vector" not in sys.modules:
+        return {}
+    from memex.search.vector import searched_index
+
+    indexes = {level: searched_index(config, level) for level in levels}
+    for index in indexes.values():
+        if index is not None:
+            index.prepare(conn)
+    return {level: index for level, index in indexes.items() if index is not None}
+
+
+def _embedded_and_scanned(
+    config: Config, embedder: Embedder | None, query: str, indexes: dict[str, VectorIndex]
+) -> tuple[Embedder, np.ndarray, dict[str, Scan]]:
+    """The embedder, the query's vector, and its exact scan of each of `indexes`."""
+    embedder, vector = embedded_query(config, embedder, query)
+    return embedder, vector, {level: index.scanned(vector) for level, index in indexes.items()}
 
 
 def _local_sessions(conn: sqlite3.Connection, session_ids: list[str]) -> set[str]:
@@ -339,14 +367,16 @@ def hybrid_search(
     floor = 0.0
     wanted = limit * max(per_session, 1) * 3
     searchable: list[str] = []
-    query_vector: Background[tuple[Embedder, np.ndarray]] | None = None
+    query_vector: Background[tuple[Embedder, np.ndarray, dict[str, Scan]]] | None = None
     if mode in ("hybrid", "semantic"):
         try:
             backend_of(config)
             searchable = levels_with_vectors(conn, config, levels, filters)
             if searchable:  # otherwise nothing could be found by meaning: no model, no query vector
-                # The model loads (in a new process) and embeds the query while the words are searched.
-                query_vector = Background(partial(embedded_query, config, embedder, query))
+                # The model loads (in a new process) and embeds the query while the words are searched; in a
+                # process that searched by meaning before, the vectors are scanned then too.
+                indexes = _searched_indexes(conn, config, searchable)
+                query_vector = Background(partial(_embedded_and_scanned, config, embedder, query, indexes))
                 if mode == "semantic":  # nothing to do meanwhile
                     query_vector.result()
             elif not levels_with_vectors(conn, config, levels, Filters()):
@@ -375,7 +405,7 @@ def hybrid_search(
                 )
     if query_vector is not None:
         try:
-            embedder, vector = query_vector.result()
+            embedder, vector, scans = query_vector.result()
         except EmbedderUnavailable as exc:
             notes.append(_unavailable(exc))
             mode, searchable = "lexical", []
@@ -386,7 +416,7 @@ def hybrid_search(
         # In hybrid mode a query of code names is answered by the turns that hold them (`--mode semantic`
         # still ranks by meaning alone).
         floor = 2.0 if mode == "hybrid" and names_only(query) else semantic_floor(config, embedder, vector)
-        lists = _semantic_lists(conn, config, embedder, vector, filters, searchable, wanted)
+        lists = _semantic_lists(conn, config, embedder, vector, filters, searchable, wanted, scans)
         chunk_turn = _owners(conn, "chunks", [n.owner_id for n in lists.get("chunk", [])], "turn_id")
         best_chunk: dict[int, Neighbour] = {}  # turn id -> its nearest chunk, in order of distance
         for neighbour in lists.get("chunk", []):

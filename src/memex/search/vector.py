@@ -56,6 +56,15 @@ class Neighbour:
     cosine: float
 
 
+@dataclass
+class Scan:
+    """A query's cosine to every row of a cache, as it was (rows, generation) when scanned."""
+
+    query: np.ndarray
+    cache: tuple[int, int]
+    scores: np.ndarray
+
+
 class VectorIndex:
     """The cached vectors of one level of one model, with exact or two-stage (1-bit, then exact) search."""
 
@@ -253,6 +262,17 @@ class VectorIndex:
 
     # --- search ---------------------------------------------------------------------------------------
 
+    def prepare(self, conn: sqlite3.Connection) -> None:
+        """Bring the cache up to date and map it (what a search does first)."""
+        self.sync(conn)
+        self._load()
+
+    def scanned(self, query: np.ndarray) -> Scan:
+        """Every row's cosine to `query`, as the cache is now (`prepare` first): a search given it need not
+        scan again. Reads nothing but the matrix, so another thread may run it meanwhile."""
+        assert self._matrix is not None and self._loaded is not None
+        return Scan(query, self._loaded, scan(self._matrix, query))
+
     def search(
         self,
         conn: sqlite3.Connection,
@@ -260,13 +280,15 @@ class VectorIndex:
         k: int,
         allowed: np.ndarray | None = None,
         verify: bool = True,
+        scanned: Scan | None = None,
     ) -> list[Neighbour]:
         """The `k` owners nearest to `query` (a unit vector), best first; only `allowed` owners if given.
 
         `verify=False` skips checking that each row still exists (for a caller that checks its owners).
+        `scanned`: this query's exact scan, made beforehand (used when the search is exact and unfiltered,
+        and the cache has not changed since).
         """
-        self.sync(conn)
-        self._load()
+        self.prepare(conn)
         assert self._matrix is not None and self._ids is not None and self._owners is not None
         if self.rows == 0 or k <= 0:
             return []
@@ -277,6 +299,8 @@ class VectorIndex:
         if self._bits is not None and (mask is None or mask.sum() > self.config.search_binary_above):
             positions = self._binary_candidates(query, max(wanted, self.config.search_rerank_candidates), mask)
             scores = self._matrix[positions] @ query
+        elif mask is None and scanned is not None and scanned.cache == self._loaded and scanned.query is query:
+            scores, positions = scanned.scores, np.arange(self.rows)
         else:
             selected = np.flatnonzero(mask) if mask is not None else None
             scores = scan(self._matrix[selected] if selected is not None else self._matrix, query)
@@ -358,6 +382,12 @@ def _write(path: os.PathLike[str], data: bytes, truncate: bool = False) -> None:
 
 
 _indexes: dict[tuple[str, str, str], VectorIndex] = {}
+
+
+def searched_index(config: Config, level: str) -> VectorIndex | None:
+    """The index of one level when this process has searched it before (None otherwise)."""
+    index = _indexes.get((str(config.home), config.embed_model, level))
+    return index if index is not None and index._loaded is not None else None
 
 
 def vector_index(config: Config, level: str, dimension: int) -> VectorIndex:
