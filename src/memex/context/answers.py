@@ -74,7 +74,7 @@ def recall_answer(
     `project_dir` first), and how many turns it holds (`semantic`: also by meaning, for a process that
     keeps the model loaded)."""
     with deadline(conn, config.hook_query_deadline_ms):
-        query_vector = recall_query_vector(config, prompt) if semantic else None  # embedded meanwhile
+        query_vector = recall_query_vector(conn, config, prompt, session_id) if semantic else None
         hits = recall(
             conn,
             prompt,

@@ -16,15 +16,16 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from memex.background import Background
 from memex.config import Config
-from memex.embed.model import Embedder, embedded_query
 from memex.search.lexical import _CJK_RUN, STOPWORDS, TermRarity, search_chunks, term_tokens
 from memex.store.queries import Filters, turns_by_ids
 from memex.textutil import has_cjk, strip_system_reminders
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from memex.background import Background
+    from memex.embed.model import Embedder
 
 # Lexical candidates examined per turn wanted: most fail the relevance floor.
 CANDIDATES_PER_HIT = 4
@@ -158,10 +159,19 @@ def recall(
     return chosen
 
 
-def recall_query_vector(config: Config, prompt: str) -> Background[tuple[Embedder, np.ndarray]]:
+def recall_query_vector(
+    conn: sqlite3.Connection, config: Config, prompt: str, session_id: str | None
+) -> Background[tuple[Embedder, np.ndarray]] | None:
     """The prompt's embedding (and the embedder), started in a thread: the warm server embeds a prompt
-    while lexical recall searches its words. When lexical recall fills every place, or no turn of another
-    session has a vector, the thread's ~12 ms of CPU were spent for nothing; the answer never waits for it."""
+    while lexical recall searches its words. None when no turn of another session has a vector (the model
+    is neither loaded nor run). When lexical recall fills every place, the thread's ~12 ms of CPU were
+    spent for nothing; the answer never waits for it."""
+    from memex.background import Background
+    from memex.embed.model import embedded_query
+    from memex.search.hybrid import has_vectors  # the cold hook path (lexical only) never imports them
+
+    if not has_vectors(conn, config, "turn", Filters(exclude_session=session_id)):
+        return None
     return Background(partial(embedded_query, config, None, strip_system_reminders(prompt)))
 
 
@@ -179,13 +189,14 @@ def semantic_recall(
     """`chosen` (lexical recall) completed with turns near the prompt by meaning, up to `max_hits`.
     `query_vector`: the prompt's embedding started meanwhile (`recall_query_vector`), else embedded here."""
     from memex.search.anchors import semantic_floor
-    from memex.search.hybrid import filtered_search, has_vectors
+    from memex.search.hybrid import filtered_search
     from memex.search.vector import vector_index
 
     others = Filters(exclude_session=session_id)
-    if len(chosen) >= max_hits or not has_vectors(conn, config, "turn", others):
-        return chosen  # no turn vector of another session: the model is neither loaded nor run
-    embedder, query = (query_vector or recall_query_vector(config, prompt)).result()
+    query_vector = query_vector or recall_query_vector(conn, config, prompt, session_id)
+    if len(chosen) >= max_hits or query_vector is None:
+        return chosen
+    embedder, query = query_vector.result()
     floor = (
         semantic_floor(config, embedder, query) + (config.recall_semantic_margin - config.search_semantic_margin) / 1000
     )
