@@ -27,8 +27,8 @@ MIN_CHUNKS_FOR_RARITY = 2_000
 # store, 20 real prompts) 100,000 kept 0.95 of the lexical top 10 and cut the query's mean CPU 30 -> 23 ms;
 # 30,000 cut it to 13 ms but kept only 0.59 of the top 10.
 ANY_WORD_POSTINGS = 100_000
-# Connections whose words' counts TermRarity.of keeps.
-KEPT_CONNECTIONS = 4
+# Connections whose words' counts TermRarity.of keeps (the daemon API's pool lends 4, plus its own).
+KEPT_CONNECTIONS = 8
 # Ranked chunks are checked against the filters at most this many at a time (SQL parameters).
 MAX_LOOKUP_BATCH = 8_192
 # Words too common to find anything by (English, French, German, Spanish): left out of an any-word
