@@ -6,7 +6,15 @@ The library's face is `Memex` (`memex.api`); its filters are `Filters` and its r
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
+
+# One BLAS thread (a value the user set is kept). numpy reads it once, when it loads, so it is set here,
+# before any of memex imports numpy. A search's matrix-vector products are bound by memory, not by the
+# cores: with a team of threads per core they took twice the CPU (the idle team spins after each
+# product, on CPU the query could use) for little wall time, and beside busy processes more wall time
+# too (bench/query_latency.py).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 __version__ = "0.1.0"
 __all__ = ["Filters", "Memex", "MemexError", "UserError", "__version__"]

@@ -79,3 +79,37 @@ def test_waiting_threads_sleep_unless_the_user_chose_otherwise() -> None:
     assert subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True).stdout == "passive\n"
     env["OMP_WAIT_POLICY"] = "active"
     assert subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True).stdout == "active\n"
+
+
+def test_numpy_runs_one_blas_thread_unless_the_user_chose_otherwise() -> None:
+    """Set when memex is imported, before numpy loads (numpy reads it once): the BLAS team spun after
+    each of a search's matrix-vector products."""
+    probe = "import memex, numpy, os; print(os.environ['OPENBLAS_NUM_THREADS'])"
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    assert subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True).stdout == "1\n"
+    env["OPENBLAS_NUM_THREADS"] = "3"
+    assert subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True).stdout == "3\n"
+
+
+def test_background_work_starts_at_once_and_hands_back_its_value_or_error() -> None:
+    """The query is embedded while the caller searches by words: the work runs before anyone waits."""
+    from memex.background import Background
+
+    started = threading.Event()
+    release = threading.Event()
+
+    def work() -> int:
+        started.set()
+        release.wait(10)
+        return 42
+
+    pending = Background(work)
+    assert started.wait(10)  # running, and nobody has asked for its result yet
+    release.set()
+    assert pending.result() == 42 and pending.result() == 42
+
+    def broken() -> int:
+        raise ValueError("no model")
+
+    with pytest.raises(ValueError, match="no model"):
+        Background(broken).result()

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from memex.config import Config
+from memex.errors import EmbedderUnavailable
 from memex.search.hybrid import hybrid_search, is_coarse, level_order, names_only
 from memex.store.db import connect
 from memex.store.queries import Filters
@@ -124,6 +125,7 @@ def test_cli_modes_and_json_explain(run, store) -> None:
 def test_a_selective_filter_falls_back_to_searching_only_admitted_vectors(store, home, monkeypatch) -> None:
     import memex.search.hybrid as hybrid
     from memex.config import load_config
+    from memex.embed.model import load_embedder
 
     monkeypatch.setattr(hybrid, "POST_FILTER_FACTOR", 1)
     narrow = load_config({**os.environ, "MEMEX_SEARCH_VECTOR_CANDIDATES": "1"})
@@ -136,11 +138,12 @@ def test_a_selective_filter_falls_back_to_searching_only_admitted_vectors(store,
     lists = hybrid._semantic_lists(
         store,
         narrow,
-        hybrid.load_embedder(narrow),
-        hybrid.load_embedder(narrow).embed_queries(["sticky header"])[0],
+        load_embedder(narrow),
+        load_embedder(narrow).embed_queries(["sticky header"])[0],
         Filters(project="kitchen"),
         ["turn"],
         1,
+        {},
     )
     owners = [n.owner_id for n in lists["turn"]]
     kitchen = {
@@ -218,3 +221,47 @@ def test_a_query_of_code_names_is_answered_by_the_turns_that_hold_them(config_st
     assert [h["session_id"] for h in hybrid_search(config_store, config, "parse_ingredients", Filters()).results] == [
         "cccc0000-recipes"
     ]
+
+
+class _FailingEmbedder:
+    """An embedder whose engine fails on the query (as a model that cannot run here would)."""
+
+    name, dimension, model_version = "e5-small-q4", 384, "test"
+
+    def embed_passages(self, texts):
+        raise EmbedderUnavailable("the engine failed")
+
+    def embed_queries(self, texts):
+        raise EmbedderUnavailable("the engine failed")
+
+
+def test_a_query_the_model_cannot_embed_is_answered_by_words(store, config) -> None:
+    """The query is embedded while the words are searched: when that fails, hybrid search answers by
+    words with a note, as when the model cannot load; a search by meaning alone too."""
+    found = hybrid_search(store, config, "sidebar footer", Filters(), embedder=_FailingEmbedder())
+    assert found.mode == "lexical" and found.results[0]["session_id"] == "bbbb0000-css"
+    assert any("semantic search unavailable (the engine failed)" in note for note in found.notes)
+    semantic = hybrid_search(store, config, "sidebar footer", Filters(), mode="semantic", embedder=_FailingEmbedder())
+    assert semantic.mode == "lexical" and semantic.results[0]["session_id"] == "bbbb0000-css"
+
+
+def test_a_warm_search_scans_the_vectors_while_the_words_are_searched(store, config) -> None:
+    """A process that searched by meaning before scans the matrices as soon as the query is embedded
+    (beside the search by words): the same results as a search that scans when it gets there, and the
+    scan is used only for the query it was made for."""
+    from memex.embed.model import load_embedder
+    from memex.search.hybrid import _searched_indexes
+    from memex.search.vector import searched_index, vector_index
+
+    query = "sticky header on narrow screens"
+    first = hybrid_search(store, config, query, Filters())  # maps the indexes
+    indexes = _searched_indexes(store, config, ["chunk", "turn"])
+    assert set(indexes) == {"chunk", "turn"} and searched_index(config, "turn") is indexes["turn"]
+    again = hybrid_search(store, config, query, Filters())
+    assert again.results == first.results
+    embedder = load_embedder(config)
+    vector, other = embedder.embed_queries([query, "recipe ingredient parser"])
+    index = vector_index(config, "turn", embedder.dimension)
+    scanned = index.scanned(vector)
+    assert index.search(store, vector, 3, scanned=scanned) == index.search(store, vector, 3)
+    assert index.search(store, other, 3, scanned=scanned) == index.search(store, other, 3)  # not its scan

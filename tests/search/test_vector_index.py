@@ -109,3 +109,19 @@ def test_two_stage_search_agrees_with_exact_search(conn, home) -> None:
         assert len(found) == 10
     assert binary._bits is not None and exact._bits is None  # the two-stage path did run
     assert np.mean(overlap) >= 0.8
+
+
+def test_a_large_matrix_is_scanned_in_parts_with_the_same_scores() -> None:
+    """Past SCAN_PART_ROWS rows the product runs in parts on threads: every row's score is the product's,
+    whatever the split (an odd row count, more parts than cores allow)."""
+    from memex.search.vector import SCAN_PART_ROWS, scan
+
+    rng = np.random.default_rng(7)
+    matrix = _clustered(rng, 2 * SCAN_PART_ROWS + 3)
+    query = matrix[SCAN_PART_ROWS + 1]
+    scores = scan(matrix, query)
+    assert scores.shape == (len(matrix),) and scores.dtype == np.float32
+    assert np.allclose(scores, matrix @ query, atol=1e-6)
+    assert int(np.argmax(scores)) == SCAN_PART_ROWS + 1
+    small = matrix[:10]
+    assert np.array_equal(scan(small, query), small @ query)

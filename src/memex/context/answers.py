@@ -12,7 +12,7 @@ import contextlib
 import sqlite3
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memex.config import Config
 from memex.context.render import (
@@ -21,13 +21,19 @@ from memex.context.render import (
     render_recall,
     render_recent_files,
 )
-from memex.search.recall import Recalled, recall, semantic_recall
+from memex.search.recall import Recalled, recall, recall_query_vector, semantic_recall
 from memex.store.queries import (
     file_mentions_of,
     path_suffixes,
     session_file_tools,
     turns_before,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from memex.background import Background
+    from memex.embed.model import Embedder
 
 # Tools whose file mention means the turn changed the file: listed first in a file's history.
 CHANGING_TOOLS = {"Edit", "MultiEdit", "Write", "NotebookEdit", "file_history_snapshot"}
@@ -68,6 +74,7 @@ def recall_answer(
     `project_dir` first), and how many turns it holds (`semantic`: also by meaning, for a process that
     keeps the model loaded)."""
     with deadline(conn, config.hook_query_deadline_ms):
+        query_vector = recall_query_vector(conn, config, prompt, session_id) if semantic else None
         hits = recall(
             conn,
             prompt,
@@ -80,8 +87,8 @@ def recall_answer(
             max_query_terms=config.recall_max_query_terms,
             common_term_share=config.recall_common_term_pct / 100,
         )
-        if semantic:
-            hits = _with_meaning(conn, config, prompt, session_id, project_dir, hits)
+        if query_vector is not None:
+            hits = _with_meaning(conn, config, prompt, session_id, project_dir, hits, query_vector)
         # Rendering reads nothing more; it is inside the deadline only because it is cheap.
         text = render_recall(hits, config.recall_budget_tokens, config.hook_max_chars, config.recall_hit_max_tokens)
     return text, len(hits)
@@ -94,13 +101,22 @@ def _with_meaning(
     session_id: str | None,
     project_dir: str | None,
     hits: list[Recalled],
+    query_vector: Background[tuple[Embedder, np.ndarray]],
 ) -> list[Recalled]:
     """Lexical hits completed by meaning; on any trouble with the model or the vectors, the lexical hits."""
     from memex.embed.model import EmbedderUnavailable
 
     try:
         return semantic_recall(
-            conn, config, prompt, session_id, project_dir, hits, config.recall_max_hits, config.recall_max_per_session
+            conn,
+            config,
+            prompt,
+            session_id,
+            project_dir,
+            hits,
+            config.recall_max_hits,
+            config.recall_max_per_session,
+            query_vector,
         )
     except (EmbedderUnavailable, OSError, ValueError, sqlite3.OperationalError):  # model, files, the deadline
         return hits

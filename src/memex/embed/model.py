@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from memex.background import Background
 from memex.config import Config
 from memex.errors import EmbedderUnavailable
 
@@ -44,20 +45,7 @@ def interruptible(function: Callable[[], T]) -> T:
     thread is interruptible, so KeyboardInterrupt is raised here at once; the engine finishes that text
     in the abandoned (daemon) thread, which the process does not wait for when it exits.
     """
-    outcome: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            outcome["value"] = function()
-        except BaseException as exc:  # handed to the caller
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=run, name="memex-embed", daemon=True)
-    thread.start()
-    thread.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
+    return Background(function).result()
 
 
 class E5SmallQ4:
@@ -109,6 +97,12 @@ class E5SmallQ4:
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._run("query", self._model.query, texts)
+
+
+def embedded_query(config: Config, embedder: Embedder | None, text: str) -> tuple[Embedder, np.ndarray]:
+    """The embedder (loaded unless given) and the vector of `text` as a query."""
+    embedder = embedder or load_embedder(config)
+    return embedder, embedder.embed_queries([text])[0]
 
 
 def prepare_openmp(threads: int) -> None:

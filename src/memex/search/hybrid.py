@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import sys
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from memex.background import Background
 from memex.config import Config
-from memex.embed.model import Embedder, EmbedderUnavailable, backend_of, load_embedder
+from memex.embed.model import Embedder, EmbedderUnavailable, backend_of, embedded_query
 from memex.mirrors.search import excerpt, mirror_hits, search_mirrors
 from memex.search.dates import named_days
 from memex.search.highlight import spans_json
@@ -29,7 +32,7 @@ from memex.store.queries import Filters, turns_by_ids, where
 if TYPE_CHECKING:
     import numpy as np
 
-    from memex.search.vector import Neighbour, VectorIndex
+    from memex.search.vector import Neighbour, Scan, VectorIndex
 
 MODES = ("hybrid", "lexical", "semantic")
 # A filtered vector search first takes this many times the neighbours it wants, unfiltered, and keeps those
@@ -175,13 +178,16 @@ def filtered_search(
     filters: Filters,
     wanted: int,
     need: int,
+    scanned: Scan | None = None,
 ) -> list[Neighbour]:
     """Nearest neighbours under the filters: the unfiltered nearest, filtered, when enough of them pass
     (a query reads a few thousand rows' filter columns); otherwise a search restricted to every admitted
-    owner (listing them costs ~0.3 s per level per million rows)."""
+    owner (listing them costs ~0.3 s per level per million rows). `scanned`: the query's exact scan of
+    the index, made beforehand."""
     if filters == Filters():
-        return index.search(conn, vector, wanted)
-    nearest = index.search(conn, vector, wanted * POST_FILTER_FACTOR, verify=False)  # owners are checked next
+        return index.search(conn, vector, wanted, scanned=scanned)
+    # The owners are checked next.
+    nearest = index.search(conn, vector, wanted * POST_FILTER_FACTOR, verify=False, scanned=scanned)
     admitted = _admitted(conn, level, filters, nearest)
     if len(admitted) >= need or len(nearest) < wanted * POST_FILTER_FACTOR:
         return admitted[:wanted]
@@ -217,6 +223,7 @@ def _semantic_lists(
     filters: Filters,
     levels: list[str],
     limit: int,
+    scans: dict[str, Scan],
 ) -> dict[str, list[Neighbour]]:
     from memex.search.vector import vector_index
 
@@ -224,8 +231,31 @@ def _semantic_lists(
     lists = {}
     for level in levels:
         index = vector_index(config, level, embedder.dimension)
-        lists[level] = filtered_search(conn, index, vector, level, filters, wanted, need=limit * 3)
+        lists[level] = filtered_search(conn, index, vector, level, filters, wanted, limit * 3, scans.get(level))
     return lists
+
+
+def _searched_indexes(conn: sqlite3.Connection, config: Config, levels: list[str]) -> dict[str, VectorIndex]:
+    """The vector indexes of `levels` this process has searched before, brought up to date: their matrices
+    are scanned as soon as the query is embedded, while the words are searched. None in a new process: numpy
+    would be imported here, before the model's thread imports it beside the search by words."""
+    if "memex.search.vector" not in sys.modules:
+        return {}
+    from memex.search.vector import searched_index
+
+    indexes = {level: searched_index(config, level) for level in levels}
+    for index in indexes.values():
+        if index is not None:
+            index.prepare(conn)
+    return {level: index for level, index in indexes.items() if index is not None}
+
+
+def _embedded_and_scanned(
+    config: Config, embedder: Embedder | None, query: str, indexes: dict[str, VectorIndex]
+) -> tuple[Embedder, np.ndarray, dict[str, Scan]]:
+    """The embedder, the query's vector, and its exact scan of each of `indexes`."""
+    embedder, vector = embedded_query(config, embedder, query)
+    return embedder, vector, {level: index.scanned(vector) for level, index in indexes.items()}
 
 
 def _local_sessions(conn: sqlite3.Connection, session_ids: list[str]) -> set[str]:
@@ -331,6 +361,10 @@ def _lift_named_days(conn: sqlite3.Connection, fusion: _Fusion, query: str) -> N
             fusion.turns[turn_id].score *= 1 + DATE_LIFT
 
 
+def _unavailable(exc: EmbedderUnavailable) -> str:
+    return f"semantic search unavailable ({exc}); lexical results only"
+
+
 def _passes_floor(candidate: _Candidate, floor: float, best: float) -> bool:
     """A hit found lexically always passes; one found only by meaning must beat the content-free anchors
     (`floor`) and come within RELATIVE_COSINE_MARGIN of the query's best cosine (`best`); a floor above 1
@@ -365,24 +399,30 @@ def hybrid_search(
     floor = 0.0
     wanted = limit * max(per_session, 1) * 3
     searchable: list[str] = []
+    query_vector: Background[tuple[Embedder, np.ndarray, dict[str, Scan]]] | None = None
     if mode in ("hybrid", "semantic"):
         try:
             backend_of(config)
             searchable = levels_with_vectors(conn, config, levels, filters)
             if searchable:  # otherwise nothing could be found by meaning: no model, no query vector
-                embedder = embedder or load_embedder(config)
+                # The model loads (in a new process) and embeds the query while the words are searched; in a
+                # process that searched by meaning before, the vectors are scanned then too.
+                indexes = _searched_indexes(conn, config, searchable)
+                query_vector = Background(partial(_embedded_and_scanned, config, embedder, query, indexes))
+                if mode == "semantic":  # nothing to do meanwhile
+                    query_vector.result()
             elif not levels_with_vectors(conn, config, levels, Filters()):
                 notes.append("no vectors yet (run `memex embed`); nothing found by meaning")
             mode = mode if searchable or mode == "semantic" else "lexical"
         except EmbedderUnavailable as exc:
-            notes.append(f"semantic search unavailable ({exc}); lexical results only")
-            mode, searchable = "lexical", []
+            notes.append(_unavailable(exc))
+            mode, searchable, query_vector = "lexical", [], None
     if mode in ("hybrid", "lexical"):
         if "chunk" in weights or "turn" in weights:  # lexical hits are chunk matches, grouped to turns
             # Words weigh as much as meaning's two fine lists together (chunks and turns mostly agree, so
             # meaning would otherwise count twice): LoCoMo dev Recall@10 +0.01 over the chunk weight alone.
             weight = weights.get("chunk", 0.0) + weights.get("turn", 0.0)
-            rarity = TermRarity(conn)  # the words' counts, read once for both
+            rarity = TermRarity.of(conn)  # the words' counts, read once for both
             hits = search_chunks(conn, query, filters, wanted, stems=True, rarity=rarity)
             coverage = word_coverage(conn, query, chunk_texts(conn, [hit.chunk_id for hit in hits]), rarity)
             for hit in hits:
@@ -395,15 +435,20 @@ def hybrid_search(
                 fusion.add_session(
                     found["mirror_id"], found["session_id"], "mirror", rank, weights["session"], bm25=found["score"]
                 )
+    if query_vector is not None:
+        try:
+            embedder, vector, scans = query_vector.result()
+        except EmbedderUnavailable as exc:
+            notes.append(_unavailable(exc))
+            mode, searchable = "lexical", []
     if mode in ("hybrid", "semantic") and searchable:
         from memex.search.anchors import semantic_floor
 
         assert embedder is not None
-        vector = embedder.embed_queries([query])[0]
         # In hybrid mode a query of code names is answered by the turns that hold them (`--mode semantic`
         # still ranks by meaning alone).
         floor = 2.0 if mode == "hybrid" and names_only(query) else semantic_floor(config, embedder, vector)
-        lists = _semantic_lists(conn, config, embedder, vector, filters, searchable, wanted)
+        lists = _semantic_lists(conn, config, embedder, vector, filters, searchable, wanted, scans)
         chunk_turn = _owners(conn, "chunks", [n.owner_id for n in lists.get("chunk", [])], "turn_id")
         best_chunk: dict[int, Neighbour] = {}  # turn id -> its nearest chunk, in order of distance
         for neighbour in lists.get("chunk", []):

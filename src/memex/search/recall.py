@@ -13,12 +13,19 @@ from __future__ import annotations
 import re
 import sqlite3
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from memex.config import Config
 from memex.search.lexical import _CJK_RUN, STOPWORDS, TermRarity, search_chunks, term_tokens
 from memex.store.queries import Filters, turns_by_ids
 from memex.textutil import has_cjk, strip_system_reminders
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from memex.background import Background
+    from memex.embed.model import Embedder
 
 # Lexical candidates examined per turn wanted: most fail the relevance floor.
 CANDIDATES_PER_HIT = 4
@@ -108,7 +115,7 @@ def recall(
     terms = query_terms(prompt, max_query_terms)
     if not terms:
         return []
-    rarity = TermRarity(conn)
+    rarity = TermRarity.of(conn)
     if rarity.total == 0:
         return []
     known = [k for k in dict.fromkeys(rarity.known(term) for term in terms) if k]
@@ -152,6 +159,22 @@ def recall(
     return chosen
 
 
+def recall_query_vector(
+    conn: sqlite3.Connection, config: Config, prompt: str, session_id: str | None
+) -> Background[tuple[Embedder, np.ndarray]] | None:
+    """The prompt's embedding (and the embedder), started in a thread: the warm server embeds a prompt
+    while lexical recall searches its words. None when no turn of another session has a vector (the model
+    is neither loaded nor run). When lexical recall fills every place, the thread's ~12 ms of CPU were
+    spent for nothing; the answer never waits for it."""
+    from memex.background import Background
+    from memex.embed.model import embedded_query
+    from memex.search.hybrid import has_vectors  # the cold hook path (lexical only) never imports them
+
+    if not has_vectors(conn, config, "turn", Filters(exclude_session=session_id)):
+        return None
+    return Background(partial(embedded_query, config, None, strip_system_reminders(prompt)))
+
+
 def semantic_recall(
     conn: sqlite3.Connection,
     config: Config,
@@ -161,18 +184,19 @@ def semantic_recall(
     chosen: list[Recalled],
     max_hits: int,
     max_per_session: int,
+    query_vector: Background[tuple[Embedder, np.ndarray]] | None = None,
 ) -> list[Recalled]:
-    """`chosen` (lexical recall) completed with turns near the prompt by meaning, up to `max_hits`."""
-    from memex.embed.model import load_embedder
+    """`chosen` (lexical recall) completed with turns near the prompt by meaning, up to `max_hits`.
+    `query_vector`: the prompt's embedding started meanwhile (`recall_query_vector`), else embedded here."""
     from memex.search.anchors import semantic_floor
-    from memex.search.hybrid import filtered_search, has_vectors
+    from memex.search.hybrid import filtered_search
     from memex.search.vector import vector_index
 
     others = Filters(exclude_session=session_id)
-    if len(chosen) >= max_hits or not has_vectors(conn, config, "turn", others):
-        return chosen  # no turn vector of another session: the model is neither loaded nor run
-    embedder = load_embedder(config)
-    query = embedder.embed_queries([strip_system_reminders(prompt)])[0]
+    query_vector = query_vector or recall_query_vector(conn, config, prompt, session_id)
+    if len(chosen) >= max_hits or query_vector is None:
+        return chosen
+    embedder, query = query_vector.result()
     floor = (
         semantic_floor(config, embedder, query) + (config.recall_semantic_margin - config.search_semantic_margin) / 1000
     )

@@ -11,10 +11,10 @@ against the table.
 A store this process cannot write (a read-only mount, another user's folder) is searched all the same: an
 up-to-date cache is read as it is, and otherwise the process keeps its own copy of the vectors in memory.
 
-Up to `search_binary_above` rows the search is exact (one matrix product: ~40 ms over 1M rows on 2 cores
-once the OS has the matrix in memory); above it, Hamming distance over the 1-bit codes picks
-`search_rerank_candidates` rows that exact cosine re-ranks, reading 48 bytes a row instead of 1,536
-(bench/search.py measures both). Why not an ANN library: see the README.
+Up to `search_binary_above` rows the search is exact (one matrix product, in parts on a thread per core:
+~40 ms over 1M rows on 2 cores once the OS has the matrix in memory); above it, Hamming distance over the
+1-bit codes picks `search_rerank_candidates` rows that exact cosine re-ranks, reading 48 bytes a row
+instead of 1,536 (bench/search.py measures both). Why not an ANN library: see the README.
 """
 
 from __future__ import annotations
@@ -26,11 +26,13 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import orjson
 
+from memex.background import Background
 from memex.config import Config
 from memex.store.db import is_read_only_error, make_private_folder, open_private
 
@@ -40,6 +42,9 @@ log = logging.getLogger("memex.search")
 DEAD_SHARE = 0.2
 MIN_DEAD_ROWS = 1_000
 FETCH_ROWS = 10_000  # rows read from SQLite per step while filling the cache
+# A matrix scanned in parts on threads of their own has at least this many rows per part.
+SCAN_PART_ROWS = 50_000
+MAX_SCAN_THREADS = 4
 CACHE_FILES = ("matrix.f32", "ids.i64", "owners.i64", "bits.u8", "center.f32")
 
 
@@ -49,6 +54,15 @@ class Neighbour:
 
     owner_id: int
     cosine: float
+
+
+@dataclass
+class Scan:
+    """A query's cosine to every row of a cache, as it was (rows, generation) when scanned."""
+
+    query: np.ndarray
+    cache: tuple[int, int]
+    scores: np.ndarray
 
 
 class VectorIndex:
@@ -248,6 +262,17 @@ class VectorIndex:
 
     # --- search ---------------------------------------------------------------------------------------
 
+    def prepare(self, conn: sqlite3.Connection) -> None:
+        """Bring the cache up to date and map it (what a search does first)."""
+        self.sync(conn)
+        self._load()
+
+    def scanned(self, query: np.ndarray) -> Scan:
+        """Every row's cosine to `query`, as the cache is now (`prepare` first): a search given it need not
+        scan again. Reads nothing but the matrix, so another thread may run it meanwhile."""
+        assert self._matrix is not None and self._loaded is not None
+        return Scan(query, self._loaded, scan(self._matrix, query))
+
     def search(
         self,
         conn: sqlite3.Connection,
@@ -255,13 +280,15 @@ class VectorIndex:
         k: int,
         allowed: np.ndarray | None = None,
         verify: bool = True,
+        scanned: Scan | None = None,
     ) -> list[Neighbour]:
         """The `k` owners nearest to `query` (a unit vector), best first; only `allowed` owners if given.
 
         `verify=False` skips checking that each row still exists (for a caller that checks its owners).
+        `scanned`: this query's exact scan, made beforehand (used when the search is exact and unfiltered,
+        and the cache has not changed since).
         """
-        self.sync(conn)
-        self._load()
+        self.prepare(conn)
         assert self._matrix is not None and self._ids is not None and self._owners is not None
         if self.rows == 0 or k <= 0:
             return []
@@ -272,9 +299,11 @@ class VectorIndex:
         if self._bits is not None and (mask is None or mask.sum() > self.config.search_binary_above):
             positions = self._binary_candidates(query, max(wanted, self.config.search_rerank_candidates), mask)
             scores = self._matrix[positions] @ query
+        elif mask is None and scanned is not None and scanned.cache == self._loaded and scanned.query is query:
+            scores, positions = scanned.scores, np.arange(self.rows)
         else:
             selected = np.flatnonzero(mask) if mask is not None else None
-            scores = (self._matrix[selected] if selected is not None else self._matrix) @ query
+            scores = scan(self._matrix[selected] if selected is not None else self._matrix, query)
             positions = selected if selected is not None else np.arange(self.rows)
         top = min(wanted, len(scores))
         best = np.argpartition(-scores, top - 1)[:top]
@@ -322,6 +351,28 @@ class VectorIndex:
         return [Neighbour(owner, score) for owner, score in found.items()]
 
 
+def scan(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """`matrix @ query`; past SCAN_PART_ROWS rows, in parts on threads of their own (one per core, at most
+    MAX_SCAN_THREADS). numpy releases the GIL, so the parts run at once: a product over a large matrix is
+    bound by reading memory (and, in a new process, by mapping the file's pages), which one core alone
+    does not saturate. numpy's BLAS did so with a team of threads that then spun, idle, on the cores
+    (memex runs it on one thread); these threads end with their part."""
+    parts = min(os.cpu_count() or 1, MAX_SCAN_THREADS, len(matrix) // SCAN_PART_ROWS)
+    if parts <= 1:
+        return matrix @ query
+    bounds = [len(matrix) * i // parts for i in range(parts + 1)]
+    scores = np.empty(len(matrix), dtype=np.result_type(matrix, query))
+
+    def part(i: int) -> None:
+        np.matmul(matrix[bounds[i] : bounds[i + 1]], query, out=scores[bounds[i] : bounds[i + 1]])
+
+    others = [Background(partial(part, i)) for i in range(1, parts)]
+    part(0)
+    for other in others:
+        other.result()
+    return scores
+
+
 def _write(path: os.PathLike[str], data: bytes, truncate: bool = False) -> None:
     """Append `data` to `path` (or replace its content), the file created private (0600)."""
     flags = os.O_WRONLY | (os.O_TRUNC if truncate else os.O_APPEND)
@@ -331,6 +382,12 @@ def _write(path: os.PathLike[str], data: bytes, truncate: bool = False) -> None:
 
 
 _indexes: dict[tuple[str, str, str], VectorIndex] = {}
+
+
+def searched_index(config: Config, level: str) -> VectorIndex | None:
+    """The index of one level when this process has searched it before (None otherwise)."""
+    index = _indexes.get((str(config.home), config.embed_model, level))
+    return index if index is not None and index._loaded is not None else None
 
 
 def vector_index(config: Config, level: str, dimension: int) -> VectorIndex:
