@@ -311,9 +311,9 @@ class Memex:
         if scope == "tools" or role:
             found = _scoped_search(self.conn, query, filters, limit, 1, scope, role)
         else:
-            found = hybrid_search(self.conn, self.config, query, filters, limit * 2).results
+            found = hybrid_search(self.conn, self.config, query, filters, limit, local_only=True).results
             if scope == "all":
-                found = self._with_tool_output(found, query, filters, limit, 1, limit * 2)
+                found = self._with_tool_output(found, query, filters, limit, 1, limit)
         rows = [hit for hit in found if hit["computer"] == self.config.computer][:limit]
         if redacted:
             from memex.sync.outbound import redacted_hit

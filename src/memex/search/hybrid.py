@@ -390,8 +390,10 @@ def hybrid_search(
     level: str | None = None,
     per_session: int = 1,
     embedder: Embedder | None = None,
+    local_only: bool = False,
 ) -> SearchOutcome:
-    """Search turns and mirrors for `query`; at most `per_session` results per session."""
+    """Search turns and mirrors for `query`; at most `per_session` results per session. `local_only`: never
+    another computer's mirror as a result (what this computer answers another's search)."""
     levels = level_order(query, level)
     notes: list[str] = []
     weights = {lvl: CASCADE_WEIGHTS[i] for i, lvl in enumerate(levels)}
@@ -486,6 +488,8 @@ def hybrid_search(
     _lift_named_days(conn, fusion, query)
     local = _local_sessions(conn, list(fusion.sessions))
     standalone = set(fusion.sessions) if levels[0] == "session" else set(fusion.sessions) - local
+    if local_only:
+        standalone &= local
     ranked = fusion.fused(standalone)
     best = max((c.best_cosine for c in ranked), default=0.0)
     passed = {c.key for c in ranked if _passes_floor(c, floor, best)}
