@@ -15,10 +15,9 @@ from hooktools import BLOG, CURRENT, OTHER, PAST, SHOP, build_corpus
 from memex import Filters, Memex
 from memex.config import load_config
 from memex.errors import UserError
-from memex.mirrors.build import content_hash, store_mirror
-from memex.mirrors.model import Mirror
 from memex.store.db import transaction
 from memex.store.mirrors import delete_record
+from mirrortools import store_received_mirror
 
 
 @pytest.fixture(scope="module")
@@ -94,20 +93,15 @@ def test_session_contexts_need_an_indexed_session(memex: Memex) -> None:
 def test_computer_search_answers_with_this_computers_sessions_only(memex: Memex) -> None:
     """What another computer's `search --computer` gets: this computer's turns, never a mirror this
     computer received from a third one, and no more than the limit."""
-    remote = Mirror(
-        session_id="remote-parse-0001",
-        computer="laptop",
-        agent="codex",
-        project="/home/ana/shop",
-        title="parse_config_file on an empty file",
-        timestamp_start="2026-04-01T10:00:00.000Z",
-        timestamp_end="2026-04-01T11:00:00.000Z",
-        conversation_text="User: parse_config_file crashes on an empty file\n\nAssistant: It returns {} now.",
-        metadata={"format": 1, "messages": [["user", 6, 48, None], ["assistant", 61, 79, None]], "prs": []},
+    mirror_id = store_received_mirror(
+        memex.conn,
+        "remote-parse-0001",
+        "laptop",
+        "/home/ana/shop",
+        "parse_config_file on an empty file",
+        "parse_config_file crashes on an empty file",
+        "It returns {} now.",
     )
-    remote.content_hash = content_hash(remote)
-    with transaction(memex.conn):
-        store_mirror(memex.conn, remote)
     try:
         everywhere = memex.search("parse_config_file empty", Filters(), limit=10, mode="lexical")
         assert "remote-parse-0001" in {hit.session_id for hit in everywhere.hits}
@@ -117,7 +111,4 @@ def test_computer_search_answers_with_this_computers_sessions_only(memex: Memex)
         assert {hit.session_id for hit in answered.hits} <= {PAST, OTHER, CURRENT}
     finally:
         with transaction(memex.conn):
-            delete_record(
-                memex.conn,
-                memex.conn.execute("SELECT id FROM mirrors WHERE session_id = 'remote-parse-0001'").fetchone()[0],
-            )
+            delete_record(memex.conn, mirror_id)

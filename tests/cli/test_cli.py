@@ -10,9 +10,7 @@ from pathlib import Path
 import pytest
 
 from corpus import CODEX, GEMINI, MISC, SLAY, USAGE_ONLY
-from memex.mirrors.build import content_hash, store_mirror
-from memex.mirrors.model import Mirror
-from memex.store.db import transaction
+from mirrortools import store_received_mirror
 from transcripts import ClaudeSession, simple_turn, text, tool_use
 
 SID = "aaaaaaaa-1111-2222-3333-444444444444"
@@ -317,20 +315,15 @@ def test_search_merges_mirror_hits_per_session(run, conn, agents_home: Path) -> 
 
 def test_a_session_known_only_by_its_mirror_is_found(run, conn, agents_home: Path) -> None:
     run("index")
-    remote = Mirror(
-        session_id="remote-0001",
-        computer="laptop",
-        agent="codex",
-        project="/home/ana/kitchen",
-        title="Tune the sourdough proofing timer",
-        timestamp_start="2026-04-01T10:00:00.000Z",
-        timestamp_end="2026-04-01T11:00:00.000Z",
-        conversation_text="User: the proofing timer fires too early\n\nAssistant: Raised PROOF_MINUTES to 90.",
-        metadata={"format": 1, "messages": [["user", 6, 40, None], ["assistant", 53, 83, None]], "prs": []},
+    store_received_mirror(
+        conn,
+        "remote-0001",
+        "laptop",
+        "/home/ana/kitchen",
+        "Tune the sourdough proofing timer",
+        "the proofing timer fires too early",
+        "Raised PROOF_MINUTES to 90.",
     )
-    remote.content_hash = content_hash(remote)
-    with transaction(conn):
-        store_mirror(conn, remote)
     (hit,) = as_json(run("search", "proofing timer", "--json"))
     assert (hit["source"], hit["computer"], hit["session_id"]) == ("mirror", "laptop", "remote-0001")
     assert "proofing timer" in hit["matched_chunk"] and hit["full_text"].startswith("User: the proofing")
