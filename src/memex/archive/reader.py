@@ -26,7 +26,6 @@ from memex.store.archive import (
     ArchiveRow,
     archive_paths,
     archive_rows,
-    archive_rows_outside,
     mark_source_gone,
     save_archive_row,
 )
@@ -170,7 +169,7 @@ def archived_sources(
     wanted = set(agents)
     live = {str(t.path) for t in present}  # found on disk just now: no need to look again
     forgotten = forgotten_sessions(conn)
-    missing = [row for row in archive_rows_outside(conn, live) if not os.path.exists(row.source_path)]
+    missing = [row for row in archive_rows(conn, outside=live) if not os.path.exists(row.source_path)]
     gone = [row for row in missing if row.source_gone_at is None]
     if gone:
         with transaction(conn):

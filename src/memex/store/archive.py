@@ -42,28 +42,24 @@ def archive_row(conn: sqlite3.Connection, session_id: str, agent_id: str) -> Arc
     return _row(found) if found else None
 
 
-def archive_rows(conn: sqlite3.Connection, session_ids: list[str] | None = None) -> list[ArchiveRow]:
-    """Every archived stream (of `session_ids` when given), main transcripts before subagents."""
+def archive_rows(
+    conn: sqlite3.Connection, session_ids: list[str] | None = None, outside: Collection[str] = ()
+) -> list[ArchiveRow]:
+    """Every archived stream (of `session_ids` when given), main transcripts before subagents; those whose
+    source path is one of `outside` are passed over before their row is built (the transcripts found on
+    disk: a backfilled store has a copy of each)."""
     sql = f"SELECT {', '.join(_COLUMNS)} FROM archive_streams"
     params: list[Any] = []
     if session_ids is not None:
         sql += f" WHERE session_id IN ({', '.join('?' * len(session_ids))})"
         params = list(session_ids)
-    return [_row(r) for r in conn.execute(sql + " ORDER BY agent_id != '', session_id, agent_id", params)]
+    rows = conn.execute(sql + " ORDER BY agent_id != '', session_id, agent_id", params)
+    return [_row(r) for r in rows if r["source_path"] not in outside]
 
 
 def archive_paths(conn: sqlite3.Connection) -> set[str]:
     """Where every archived stream's copy lives, relative to the archive folder."""
     return {path for (path,) in conn.execute("SELECT archive_path FROM archive_streams")}
-
-
-def archive_rows_outside(conn: sqlite3.Connection, sources: Collection[str]) -> list[ArchiveRow]:
-    """The archived streams whose source path is not one of `sources` (the transcripts found on disk: a
-    backfilled store has a copy of each, so they are passed over before any row is built)."""
-    rows = conn.execute(
-        f"SELECT {', '.join(_COLUMNS)} FROM archive_streams ORDER BY agent_id != '', session_id, agent_id"
-    )
-    return [_row(r) for r in rows if r["source_path"] not in sources]
 
 
 def save_archive_row(conn: sqlite3.Connection, row: ArchiveRow) -> None:
