@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from memex.embed.worker import DrainReport
     from memex.forget import ForgetReport
     from memex.ingest.indexer import FileReport, IndexReport
+    from memex.ingest.state import StoredStream
     from memex.mirrors.model import Mirror
     from memex.reports import ComputerList, Related, SessionView, Stats
     from memex.results import ComputerSearch, Injection, Recall, SearchHit, SearchResults, SessionSummary
@@ -55,10 +56,15 @@ class Discovery:
     skipped: list[Skipped] = field(default_factory=list)
     refused: list[Skipped] = field(default_factory=list)
     defaults: bool = False  # found in the agents' default folders (no paths given)
+    # Paths of the transcripts found as the store holds them (never read), and what the store holds.
+    unchanged: set[str] = field(default_factory=set)
+    known: dict[str, StoredStream] | None = None
 
     @property
     def total_bytes(self) -> int:
-        return sum(_size(t.read_path) for t in self.transcripts)
+        return sum(_size(t.read_path) for t in self.transcripts) + sum(
+            self.known[p].file_size for p in self.unchanged if self.known
+        )
 
 
 class Memex:
@@ -110,7 +116,8 @@ class Memex:
     def discover(self, paths: Sequence[Path] = (), agents: Sequence[str] = ()) -> Discovery:
         """The transcripts under `paths` (files or folders), or under the agents' default folders when none
         is given; only those of `agents` (default: every agent)."""
-        from memex.ingest.indexer import default_roots, discover
+        from memex.ingest.indexer import default_roots, discover, sieve_known
+        from memex.ingest.state import stored_streams
         from memex.sources import ADAPTERS
         from memex.sources.files import Skipped, safe_resolve
 
@@ -120,17 +127,23 @@ class Memex:
         else:
             roots = default_roots(self.config, chosen)
         skipped: list[Skipped] = []
-        transcripts = discover(roots, skipped)
+        # What the store holds: the files found as it holds them are counted, never read.
+        conn = self._existing_conn()
+        known = stored_streams(conn) if conn is not None else None
+        unchanged: set[str] = set()
+        sieve = sieve_known(conn, known) if conn is not None and known else None
+        transcripts = discover(roots, skipped, sieve, unchanged)
+        found = Discovery(roots, transcripts, skipped, [], defaults=not paths, unchanged=unchanged, known=known)
         # The files given by hand that no agent claimed (and that were not passed over as unreadable).
         if all(p.is_dir() for p in paths):  # folders only: nothing to refuse, no transcript path to resolve
-            return Discovery(roots, transcripts, skipped, [], defaults=not paths)
-        claimed = {safe_resolve(t.path) for t in transcripts}
+            return found
+        claimed = {safe_resolve(t.path) for t in transcripts} | {Path(p) for p in unchanged}
         claimed |= {safe_resolve(alias) for t in transcripts for alias in t.aliases}
         claimed |= {safe_resolve(s.path) for s in skipped}
         every = set(chosen) == set(ADAPTERS)
         reason = "not a transcript of any agent memex reads" if every else f"not a transcript of {' or '.join(chosen)}"
-        refused = [Skipped(p, reason) for p in paths if not p.is_dir() and safe_resolve(p) not in claimed]
-        return Discovery(roots, transcripts, skipped, refused, defaults=not paths)
+        found.refused = [Skipped(p, reason) for p in paths if not p.is_dir() and safe_resolve(p) not in claimed]
+        return found
 
     def index(
         self,
@@ -153,7 +166,7 @@ class Memex:
         # Over the default folders: also the transcripts the agents deleted whose archived copies must be
         # parsed again (a rebuilt store).
         restoring: contextlib.AbstractContextManager[list[Transcript]] = (
-            archived_sources(self.conn, self.config, list(found.roots), found.transcripts)
+            archived_sources(self.conn, self.config, list(found.roots), found.transcripts, found.unchanged)
             if found.defaults
             else contextlib.nullcontext([])
         )
@@ -167,6 +180,8 @@ class Memex:
                     workers=workers or self.config.index_workers,
                     skipped=found.skipped,
                     on_total=on_total,
+                    unchanged=found.unchanged,
+                    known=found.known,
                 )
             # Agents that keep their histories in project folders (Aider, SpecStory) are looked for in the
             # folders memex knows once the other agents' sessions, which name those folders, are indexed.
@@ -175,7 +190,8 @@ class Memex:
                 known = known_projects(self.conn)
                 more = discover({agent: project_roots(agent, known) for agent in in_projects}, report.failed)
                 found.transcripts.extend(more)
-                report.merge(index_transcripts(self.conn, self.config, more, on_file=on_file))
+                if more:
+                    report.merge(index_transcripts(self.conn, self.config, more, on_file=on_file, known=found.known))
         except sqlite3.OperationalError as exc:  # locked past busy_timeout_ms, full, read-only
             raise StoreError(
                 f"cannot write to {self.config.db_path}: {exc} (the files indexed so far are kept; run again)"

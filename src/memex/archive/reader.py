@@ -161,13 +161,19 @@ def _needs_parse(conn: sqlite3.Connection, row: ArchiveRow) -> bool:
 
 @contextlib.contextmanager
 def archived_sources(
-    conn: sqlite3.Connection, config: Config, agents: Iterable[str], present: Iterable[Transcript] = ()
+    conn: sqlite3.Connection,
+    config: Config,
+    agents: Iterable[str],
+    present: Iterable[Transcript] = (),
+    unchanged: Iterable[str] = (),
 ) -> Iterator[list[Transcript]]:
     """The archived streams of `agents` whose original is gone and that need parsing, restored for the
-    duration of the block (a temporary folder in MEMEX_HOME, removed after)."""
+    duration of the block (a temporary folder in MEMEX_HOME, removed after). `present` and `unchanged`
+    (paths) were found on disk just now."""
     register_found(conn, config)
     wanted = set(agents)
     live = {str(t.path) for t in present}  # found on disk just now: no need to look again
+    live.update(unchanged)
     forgotten = forgotten_sessions(conn)
     missing = [row for row in archive_rows(conn, outside=live) if not os.path.exists(row.source_path)]
     gone = [row for row in missing if row.source_gone_at is None]

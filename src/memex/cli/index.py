@@ -94,7 +94,7 @@ def index_command(
         app.emit_json({**report.as_dict(), "embed": embedded})
         _exit_status(report)
         return
-    if not found.transcripts and not report.failed and not report.refused:
+    if not found.transcripts and not found.unchanged and not report.failed and not report.refused:
         where = ", ".join(str(p) for ps in found.roots.values() for p in ps)
         app.err.print(f"No transcripts found under {where}.")
     table = Table(title="memex index", show_header=False, box=None)

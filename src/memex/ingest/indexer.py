@@ -13,13 +13,14 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import multiprocessing.connection
+import operator
 import os
 import signal
 import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -44,7 +45,7 @@ from memex.ingest.pipeline import (
 from memex.ingest.state import StoredStream, stored_streams
 from memex.mirrors.build import refresh_mirror
 from memex.sources import ADAPTERS, adapter
-from memex.sources.files import Skipped
+from memex.sources.files import Sieve, Skipped
 from memex.sources.locations import agent_roots
 from memex.sources.model import Transcript
 from memex.store import mirrors as store_mirrors
@@ -58,6 +59,9 @@ PARALLEL_MIN_BYTES = 4 * 1_048_576
 WORKER_NICENESS = 10
 # Parsed files waiting to be written, per worker: keeps the workers busy while bounding memory.
 QUEUE_PER_WORKER = 8
+# What counting tens of thousands of unchanged streams reads of each (without a Python-level call).
+_SESSION_ID = operator.attrgetter("session_id")
+_AGENT_ID = operator.attrgetter("agent_id")
 
 
 @dataclass
@@ -95,6 +99,12 @@ class IndexReport:
         self.bytes_read += file.bytes_read
         self.mirrors += file.mirror_written
         self.warnings.extend(file.warnings)
+
+    def add_unchanged(self, streams: list[StoredStream]) -> None:
+        """Count transcripts found on disk as the store holds them (never read: see `discover`)."""
+        self.files += len(streams)
+        self.sessions.update(map(_SESSION_ID, streams))
+        self.subagents += len(streams) - list(map(_AGENT_ID, streams)).count("")
 
     def merge(self, other: IndexReport) -> None:
         """Add another run's totals to these (its time included)."""
@@ -138,13 +148,32 @@ def default_roots(
     return {agent: agent_roots(config, agent, projects, env) for agent in agents}
 
 
-def discover(roots_by_agent: dict[str, list[Path]], skipped: list[Skipped] | None = None) -> list[Transcript]:
+def discover(
+    roots_by_agent: dict[str, list[Path]],
+    skipped: list[Skipped] | None = None,
+    known: Mapping[str, StoredStream] | None = None,
+    unchanged: set[str] | None = None,
+) -> list[Transcript]:
     """Every transcript under the given roots, parents before subagents. Files named like transcripts that
-    are not regular readable files (a FIFO, a device, a link loop, no permission) go to `skipped`, once."""
+    are not regular readable files (a FIFO, a device, a link loop, no permission) go to `skipped`, once.
+
+    With `known` (`stored_streams`) and `unchanged`: the files of an agent whose adapter sieves (`SIEVES`)
+    that the store holds at their very size and time are not returned but added to `unchanged` (their
+    paths; see `memex.sources.files.Sieve`). An agent none of whose roots exists is not even imported."""
     found: list[Transcript] = []
     passed_over: list[Skipped] = []
     for agent, roots in roots_by_agent.items():
-        found.extend(adapter(agent).discover(roots, passed_over))
+        if not any(os.path.lexists(root) for root in roots):
+            continue
+        source = adapter(agent)
+        if known is not None and unchanged is not None and getattr(source, "SIEVES", False):
+            sieve = Sieve(known, agent)
+            found.extend(source.discover(roots, passed_over, sieve))  # type: ignore[call-arg]
+            unchanged |= sieve.unchanged
+        else:
+            found.extend(source.discover(roots, passed_over))
+    if unchanged and found:  # a file also given by hand, or reached through a link: read as found
+        unchanged.difference_update(str(t.path) for t in found)
     if skipped is not None:
         seen = {s.path for s in skipped}
         for item in passed_over:
@@ -152,6 +181,15 @@ def discover(roots_by_agent: dict[str, list[Path]], skipped: list[Skipped] | Non
                 seen.add(item.path)
                 skipped.append(item)
     return sorted(found, key=lambda t: t.subagent_id is not None)
+
+
+def sieve_known(conn: sqlite3.Connection, known: dict[str, StoredStream]) -> dict[str, StoredStream]:
+    """The part of `known` a walk may take out unchanged: not the streams whose tool outputs are still to be
+    read (`backfill_tool_outputs` reads them from their transcripts)."""
+    pending = {(r[0], r[1]) for r in conn.execute("SELECT session_id, agent_id FROM tool_output_backfill")}
+    if not pending:
+        return known
+    return {path: s for path, s in known.items() if (s.session_id, s.agent_id) not in pending}
 
 
 def index_transcripts(
@@ -162,6 +200,8 @@ def index_transcripts(
     workers: int = 1,
     skipped: Iterable[Skipped] = (),
     on_total: Callable[[int], None] | None = None,
+    unchanged: Collection[str] = (),
+    known: dict[str, StoredStream] | None = None,
 ) -> IndexReport:
     """Ingest each transcript incrementally and total what was done.
 
@@ -169,6 +209,8 @@ def index_transcripts(
     fails is reported (`failed`, with `skipped`: the files discovery could not read) and the others are
     indexed; only an error of the store itself stops the run. `on_total` is told the bytes of all the
     transcripts before the first is ingested; `on_file` is told of each one (its report's `size`).
+    `unchanged` are the paths discovery found as the store holds them (`discover`): only counted. `known`
+    is `stored_streams(conn)` when the caller has it already.
     """
     report = IndexReport()
     report.failed.extend(skipped)
@@ -180,7 +222,8 @@ def index_transcripts(
             on_file(transcript, file_report)
 
     claimed: dict[str, str] = {}
-    known = stored_streams(conn)
+    known = stored_streams(conn) if known is None else known
+    report.add_unchanged([known[path] for path in unchanged])
     stats = [_stat(t.path) for t in transcripts]
     if on_total:
         on_total(sum(s.st_size for s in stats if s is not None))
@@ -197,8 +240,8 @@ def index_transcripts(
     if len(work) >= PARALLEL_MIN_FILES and sum(p.size - p.state.resume_offset for p in work) >= PARALLEL_MIN_BYTES:
         _index_in_parallel(conn, config, plans, work, workers, done)
     else:
-        for transcript, unchanged in zip(transcripts, quick, strict=True):
-            done(transcript, unchanged or ingest_isolated(conn, config, transcript))
+        for transcript, unchanged_file in zip(transcripts, quick, strict=True):
+            done(transcript, unchanged_file or ingest_isolated(conn, config, transcript))
     report.mirrors += backfill_mirrors(conn)
     report.tool_output_streams += backfill_tool_outputs(conn, config, transcripts, known)
     report.seconds = time.perf_counter() - started

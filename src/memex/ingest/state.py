@@ -72,14 +72,18 @@ def save_state(
 
 
 class StoredStream(NamedTuple):
-    """What the store knows of a transcript file, by its path: whose stream it is and how it looked."""
+    """What the store knows of a transcript file, by its path: how it looked and whose stream it is. The
+    first three items are what a `memex.sources.files.Sieve` compares with the file on disk."""
 
-    session_id: str
-    agent_id: str
     file_size: int
     file_mtime_ns: int
+    agent: str
+    session_id: str
+    agent_id: str
+    transcript_path: str
 
 
 def stored_streams(conn: sqlite3.Connection) -> dict[str, StoredStream]:
     """Every ingested transcript by its stored (real) path: one read for a whole `memex index` run."""
-    return {row[0]: StoredStream._make(row[1:]) for row in streams.every_stream(conn)}
+    new = tuple.__new__  # a row becomes a StoredStream without a Python-level call (tens of thousands)
+    return {row[5]: new(StoredStream, row) for row in streams.every_stream(conn)}

@@ -12,6 +12,10 @@ Two optional module attributes cover transcripts that are not one file per strea
 - `fingerprint(path) -> (size, mtime_ns)`: the transcript is not a file of its own (a session in an
   agent's SQLite database, one run of a Markdown history). Its path is synthetic, `<file>#<key>`; the
   fingerprint says when it changed (it is then re-read whole), in place of the file's size and time.
+- `SIEVES = True`: `discover(roots, skipped, sieve)` takes a third argument, a `memex.sources.files.Sieve`,
+  and passes it to `candidates`: the files the store holds at their size and time are taken out unread.
+  Only for adapters that classify each file from itself alone (its path, its own first lines), so a file
+  left out changes nothing of how the others are read (not Gemini: a `.json` is an alias of its `.jsonl`).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from memex.sources.files import Skipped, candidates, problem, real_path
+from memex.sources.files import Sieve, Skipped, candidates, problem, real_path
 from memex.sources.guard import checked
 from memex.sources.injected import claude_task_report, strip_prompt_hooks
 from memex.sources.jsonl import DEFAULT_MAX_LINE_BYTES, RawLine, read_jsonl
@@ -19,6 +19,7 @@ from memex.textutil import normalize_timestamp, strip_system_reminders
 
 AGENT = "claude"
 INCREMENTAL = True  # transcripts only grow: an ingest resumes where the last one stopped
+SIEVES = True  # each file is classified from itself alone: `discover` takes a sieve (memex.sources)
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
 # Subagent files that are not conversations worth recalling: compaction runs and prompt suggestions
 # (`agent-acompact-<hex>`, `agent-aprompt_suggestion-<hex>`; earlier `agent-prompt_suggestion-<hex>`).
@@ -169,12 +170,14 @@ def classify(path: Path) -> Transcript | None:
     return Transcript(path, AGENT, _ids(first)[0] or stem)
 
 
-def discover(roots: Iterable[Path], skipped: list[Skipped] | None = None) -> list[Transcript]:
+def discover(
+    roots: Iterable[Path], skipped: list[Skipped] | None = None, sieve: Sieve | None = None
+) -> list[Transcript]:
     """Every Claude transcript under `roots` (folders are searched recursively; files taken as given).
-    Files named like transcripts that cannot be read go to `skipped`."""
+    Files named like transcripts that cannot be read go to `skipped`; those `sieve` holds unchanged, to it."""
     found: dict[Path, Transcript] = {}
     canonical: set[Path] = set()
-    for path, _ in candidates(roots, "*.jsonl", lambda p: "tool-results" not in p.parts, skipped, canonical):
+    for path, _ in candidates(roots, "*.jsonl", lambda p: "tool-results" not in p.parts, skipped, canonical, sieve):
         transcript = classify(path)
         if transcript is not None:
             found[real_path(path, canonical)] = transcript

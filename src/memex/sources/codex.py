@@ -29,7 +29,7 @@ from typing import Any
 
 import orjson
 
-from memex.sources.files import Skipped, candidates, open_regular, real_path
+from memex.sources.files import Sieve, Skipped, candidates, open_regular, real_path
 from memex.sources.guard import checked
 from memex.sources.injected import codex_subagent_report, codex_user_text
 from memex.sources.jsonl import DEFAULT_MAX_LINE_BYTES, RawLine, parse_json_line, read_jsonl
@@ -39,6 +39,7 @@ from memex.textutil import normalize_timestamp
 
 AGENT = "codex"
 INCREMENTAL = True  # transcripts only grow: an ingest resumes where the last one stopped
+SIEVES = True  # each file is classified from itself alone: `discover` takes a sieve (memex.sources)
 WRAPPED_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
 # Bytes of a file's first line read to recognise a rollout (a session_meta line carries the whole
 # instructions text and can be long; its recognisable keys come first).
@@ -198,12 +199,14 @@ def classify(path: Path) -> Transcript | None:
     return Transcript(path, AGENT, session_id, shape[2] if shape else None)
 
 
-def discover(roots: Iterable[Path], skipped: list[Skipped] | None = None) -> list[Transcript]:
+def discover(
+    roots: Iterable[Path], skipped: list[Skipped] | None = None, sieve: Sieve | None = None
+) -> list[Transcript]:
     """Every rollout under `roots` (folders are searched recursively; files taken as given), sessions before
     the subagents that belong to them. Files named like transcripts that cannot be read go to `skipped`."""
     found: dict[Path, Transcript] = {}
     canonical: set[Path] = set()
-    for path, _ in candidates(roots, "*.jsonl", skipped=skipped, canonical=canonical):
+    for path, _ in candidates(roots, "*.jsonl", skipped=skipped, canonical=canonical, sieve=sieve):
         transcript = classify(path)
         if transcript is not None:
             found[real_path(path, canonical)] = transcript

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import errno
 import fnmatch
+import operator
 import os
+import re
 import stat
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -92,27 +94,51 @@ def safe_resolve(path: Path) -> Path:
         return Path(os.path.abspath(path))
 
 
-def _walk(folder: Path, pattern: str) -> Iterator[tuple[Path, bool]]:
-    """Entries under `folder` whose name matches `pattern`, as (path, is a regular file that is no link);
-    folders are searched, links to folders are not (as `Path.rglob`). File types come from the directory
-    listing itself: a regular file costs no system call of its own."""
+@dataclass
+class Sieve:
+    """What the store holds of the transcript files, by real path: (size, mtime_ns, agent, …) each. A walk
+    of `agent`'s folders given a sieve takes out each regular file it finds at the very size and time the
+    store holds for that agent (`unchanged`, by path) instead of yielding it: an unchanged transcript costs
+    one `stat`, never a `Path`, a classification, a path resolution nor an open. Files the sieve does not
+    hold, or that changed, are yielded as usual."""
+
+    known: Mapping[str, Sequence[object]]
+    agent: str
+    unchanged: set[str] = field(default_factory=set)
+
+
+_by_name = operator.attrgetter("name")
+
+
+def _walk(folder: str, match: Callable[[str], object], sieve: Sieve | None) -> Iterator[tuple[str, bool]]:
+    """Entries under `folder` whose name `match`es, as (path, is a regular file that is no link), in name
+    order; folders are searched, links to folders are not (as `Path.rglob`). File types come from the
+    directory listing itself: a regular file costs no system call of its own, and a file `sieve` holds one
+    `stat` (`Sieve`)."""
     try:
         with os.scandir(folder) as listing:
-            entries = sorted(listing, key=lambda entry: entry.name)  # so paths come out sorted
+            entries = sorted(listing, key=_by_name)  # so paths come out sorted
     except OSError:
         return
-    # A child of a parsed path need not be parsed again (pathlib's own walk does this; `/` parses).
-    child = getattr(folder, "_make_child_relpath", folder.joinpath)
+    known: Mapping[str, Sequence[object]] = sieve.known if sieve is not None else {}
     for entry in entries:
-        path = child(entry.name)
         try:
             is_folder = entry.is_dir(follow_symlinks=False)
             regular = not is_folder and entry.is_file(follow_symlinks=False)
         except OSError:
             is_folder = regular = False
         if is_folder:
-            yield from _walk(path, pattern)
-        elif fnmatch.fnmatchcase(entry.name, pattern):
+            yield from _walk(entry.path, match, sieve)
+        elif match(entry.name):
+            path = entry.path
+            if regular and path in known:
+                try:
+                    found = entry.stat(follow_symlinks=False)
+                except OSError:
+                    found = None
+                if found is not None and known[path][:3] == (found.st_size, found.st_mtime_ns, sieve.agent):  # type: ignore[union-attr]
+                    sieve.unchanged.add(path)  # type: ignore[union-attr]
+                    continue
             yield path, regular
 
 
@@ -122,6 +148,7 @@ def candidates(
     keep: Callable[[Path], bool] = lambda _: True,
     skipped: list[Skipped] | None = None,
     canonical: set[Path] | None = None,
+    sieve: Sieve | None = None,
 ) -> Iterator[tuple[Path, bool]]:
     """The regular files under `roots` whose name matches `pattern` and that `keep` accepts, each as
     (path, given by hand). A root that is a file is taken as given; a root that does not exist is passed
@@ -130,11 +157,14 @@ def candidates(
 
     A folder is walked from its real path, so a regular file found in it is named by its real path: those
     are added to `canonical` (their `safe_resolve` is themselves). Only links and special files are opened
-    here; a regular file that cannot be read fails, with its reason, when it is read.
+    here; a regular file that cannot be read fails, with its reason, when it is read. With a `sieve`, the
+    files found in a folder as the store holds them are taken out (`Sieve.unchanged`), a link to one too.
     """
+    match = re.compile(fnmatch.translate(pattern)).match
     for root in roots:
         if os.path.isdir(root):
-            for path, regular in _walk(safe_resolve(root), pattern):
+            for name, regular in _walk(str(safe_resolve(root)), match, sieve):
+                path = Path(name)
                 if not keep(path):
                     continue
                 if regular:
@@ -144,7 +174,8 @@ def candidates(
                     continue
                 reason = problem(path)
                 if reason is None:
-                    yield path, False
+                    if sieve is None or str(safe_resolve(path)) not in sieve.unchanged:
+                        yield path, False
                 elif reason != FOLDER and skipped is not None:
                     skipped.append(Skipped(path, reason))
         elif os.path.lexists(root):

@@ -45,14 +45,15 @@ def save(
         )
 
 
-def every_stream(conn: sqlite3.Connection) -> Iterator[tuple[str, str, str, int, int]]:
-    """(transcript_path, session_id, agent_id, file_size, file_mtime_ns) of every ingested transcript, as
-    plain tuples (tens of thousands of rows, read once per `memex index` run)."""
+def every_stream(conn: sqlite3.Connection) -> Iterator[tuple[int, int, str, str, str, str]]:
+    """(file_size, file_mtime_ns, agent, session_id, agent_id, transcript_path) of every ingested transcript,
+    as plain tuples (tens of thousands of rows, read once per `memex index` run)."""
     cursor = conn.cursor()
     cursor.row_factory = None
     yield from cursor.execute(
-        "SELECT transcript_path, session_id, '' AS agent_id, file_size, file_mtime_ns FROM sessions "
+        "SELECT file_size, file_mtime_ns, agent, session_id, '', transcript_path FROM sessions "
         "WHERE transcript_path IS NOT NULL AND file_size IS NOT NULL "
-        "UNION ALL SELECT transcript_path, session_id, agent_id, file_size, file_mtime_ns FROM subagent_sessions "
-        "WHERE file_size IS NOT NULL"
+        "UNION ALL SELECT sub.file_size, sub.file_mtime_ns, s.agent, sub.session_id, sub.agent_id, "
+        "sub.transcript_path FROM subagent_sessions sub JOIN sessions s ON s.session_id = sub.session_id "
+        "WHERE sub.file_size IS NOT NULL"
     )
