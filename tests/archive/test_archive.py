@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 import zstandard
 
 from corpus import GEMINI_LEGACY, HILLVIEW, MISC, SLAY
-from memex.archive import frames
+from memex.archive import frames, reader
 from memex.archive.copies import COMPACT_PIECES, Stream, archive_root, keep_copy
 from memex.archive.reader import ArchiveReader, unknown_copies
 from memex.config import Config
@@ -251,6 +252,7 @@ def test_a_store_that_lost_some_archive_rows_finds_those_copies_again(run, confi
         lost = conn.execute("SELECT session_id FROM archive_streams WHERE agent_id = '' LIMIT 1").fetchone()[0]
         conn.execute("DELETE FROM archive_streams WHERE session_id = ?", (lost,))
         conn.execute("UPDATE sessions SET file_mtime_ns = -1")  # every stream to be read again
+        conn.execute("UPDATE archive_listings SET mtime_ns = mtime_ns - 1")  # as listed before the backup
     conn.close()
     assert run("index").exit_code == 0
     conn = connect(config.db_path)
@@ -270,3 +272,51 @@ def test_only_session_folders_the_store_does_not_know_are_listed(tmp_path: Path)
     (root / ".lock").write_bytes(b"")
     found = unknown_copies(root, {"claude/a/main.zst"})
     assert [p.relative_to(root).as_posix() for p in found] == ["claude/b/main.zst", "codex/c/main.zst"]
+
+
+def _age(root: Path) -> None:
+    """Make the archive's folders look untouched for an hour (listings of recent folders are not trusted)."""
+    for folder in [root, *(p for p in root.iterdir() if p.is_dir())]:
+        old = folder.stat().st_mtime_ns - 3600 * 10**9
+        os.utime(folder, ns=(old, old))
+
+
+def test_an_archive_whose_folders_did_not_change_is_not_listed_again(
+    run, config: Config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    projects = tmp_path / "claude-projects"
+    shutil.copytree(HILLVIEW, projects / HILLVIEW.name)
+    assert run("index").exit_code == 0
+    root = archive_root(config)
+    _age(root)
+    assert run("index").exit_code == 0  # lists the archive once more, and remembers its folders
+    listed: list[Path] = []
+    real = reader.unknown_copies
+
+    def counted(folder: Path, known: set[str]) -> list[Path]:
+        listed.append(folder)
+        return real(folder, known)
+
+    monkeypatch.setattr(reader, "unknown_copies", counted)
+    assert run("index").exit_code == 0
+    assert listed == []
+
+    # A session folder the store does not know (copied in from a backup) changes its agent's folder.
+    conn = connect(config.db_path)
+    with conn:
+        lost = conn.execute("SELECT session_id, archive_path FROM archive_streams WHERE agent_id = ''").fetchone()
+        conn.execute("DELETE FROM archive_streams WHERE session_id = ?", (lost[0],))
+    conn.close()
+    folder = (root / lost[1]).parent
+    shutil.move(folder, tmp_path / "aside")
+    _age(root)
+    assert run("index").exit_code == 0  # the archive without that folder, known and remembered
+    listed.clear()
+    shutil.move(tmp_path / "aside", folder)
+    assert run("index").exit_code == 0
+    assert listed == [root]
+    conn = connect(config.db_path)
+    try:
+        assert archive_row(conn, lost[0], "") is not None
+    finally:
+        conn.close()

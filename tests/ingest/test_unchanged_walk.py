@@ -4,6 +4,7 @@ path resolution, no open, no query of its own; what changed is still found and i
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -26,16 +27,30 @@ def _corpus(root: Path) -> list[ClaudeSession]:
 
 
 class Calls:
-    """Counts calls of a few os functions while the block runs (the real functions still run)."""
+    """Counts calls of a few os functions while the block runs (the real functions still run); `open`
+    counts the files opened, not the folders a walk lists."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
         self.counts = dict.fromkeys(names, 0)
+        self.opened: list[str] = []
+        real_stat = os.stat
+
+        def is_folder(path: object) -> bool:
+            try:
+                return isinstance(path, (str, os.PathLike)) and stat.S_ISDIR(real_stat(path).st_mode)
+            except OSError:
+                return False
+
         for name in names:
             module, attribute = (os.path, name.split(".")[1]) if name.startswith("path.") else (os, name)
             real = getattr(module, attribute)
 
             def counted(*args, _real=real, _name=name, **kwargs):  # type: ignore[no-untyped-def]
+                if _name == "open" and is_folder(args[0]):
+                    return _real(*args, **kwargs)
                 self.counts[_name] += 1
+                if _name == "open":
+                    self.opened.append(os.fspath(args[0]))
                 return _real(*args, **kwargs)
 
             monkeypatch.setattr(module, attribute, counted)

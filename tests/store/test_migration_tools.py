@@ -17,6 +17,7 @@ TOOL_ONLY = "exchangeCodeForTokens"
 
 # What migration 9 added, removed again to turn a store made today into the store version 8 made.
 _DOWNGRADE = """
+DROP TABLE IF EXISTS archive_listings;
 DROP TRIGGER tool_outputs_fts_insert;
 DROP TRIGGER tool_outputs_fts_delete;
 DROP TRIGGER entries_fts_insert;
@@ -55,7 +56,7 @@ def test_a_version_8_store_gains_role_search_at_once_and_tool_output_on_the_next
 
     conn = connect(path)  # migrates
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 9
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 10
         pending = conn.execute("SELECT count(*) FROM tool_output_backfill").fetchone()[0]
         streams = conn.execute("SELECT count(DISTINCT session_id || '/' || agent_id) FROM turns").fetchone()[0]
         assert pending == streams > 0

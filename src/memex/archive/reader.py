@@ -14,6 +14,7 @@ import contextlib
 import os
 import sqlite3
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -26,11 +27,16 @@ from memex.store.archive import (
     ArchiveRow,
     archive_paths,
     archive_rows,
+    listed_folders,
     mark_source_gone,
     save_archive_row,
+    save_listed_folders,
 )
 from memex.store.db import make_private_folder, open_private, transaction
 from memex.store.forget import forgotten_sessions
+
+# How old an archive folder's modification time must be to be trusted as a listing's (`register_found`).
+RECENT_NS = 2_000_000_000
 
 
 class ArchiveReader:
@@ -113,12 +119,26 @@ def unknown_copies(root: Path, known: set[str]) -> list[Path]:
     return [path for path in found if path.relative_to(root).as_posix() not in known]
 
 
+def folder_stamps(root: Path) -> dict[str, int]:
+    """The modification time of the archive folder (`''`) and of each agent's folder in it: a session
+    folder added anywhere changes one of them."""
+    stamps = {"": os.stat(root).st_mtime_ns}
+    for entry in os.scandir(root):
+        if entry.is_dir(follow_symlinks=False):
+            stamps[entry.name] = entry.stat(follow_symlinks=False).st_mtime_ns
+    return stamps
+
+
 def register_found(conn: sqlite3.Connection, config: Config) -> int:
     """Record the archive files the store does not know (a store rebuilt from scratch): their headers say
     what each is a copy of. Returns how many were recorded. Copies in a session folder the store already
-    knows were written by this store, which recorded them, so only unknown session folders are read."""
+    knows were written by this store, which recorded them, so only unknown session folders are read; and
+    while no folder of the archive changed since the store last knew them all, none is listed."""
     root = archive_root(config)
     if not root.is_dir():
+        return 0
+    stamps = folder_stamps(root)  # before the listing: a folder added meanwhile is listed next time
+    if stamps == listed_folders(conn):
         return 0
     found = 0
     for path in unknown_copies(root, archive_paths(conn)):
@@ -138,6 +158,11 @@ def register_found(conn: sqlite3.Connection, config: Config) -> int:
         with transaction(conn):
             save_archive_row(conn, row)
         found += 1
+    # A folder changed within the file system's timestamp granularity could change again unseen at the
+    # same time: only older stamps are trusted (the next run lists once more).
+    if max(stamps.values()) < time.time_ns() - RECENT_NS:
+        with transaction(conn):
+            save_listed_folders(conn, stamps)
     return found
 
 

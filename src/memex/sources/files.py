@@ -107,39 +107,57 @@ class Sieve:
     unchanged: set[str] = field(default_factory=set)
 
 
-_by_name = operator.attrgetter("name")
+def _matcher(pattern: str) -> Callable[[str], object]:
+    """A test of a file name against a glob `pattern`: `str.endswith` for `*<suffix>` (every walk's pattern)."""
+    suffix = pattern[1:]
+    if pattern.startswith("*") and not any(c in suffix for c in "*?["):
+        return operator.methodcaller("endswith", suffix)
+    return re.compile(fnmatch.translate(pattern)).match
 
 
 def _walk(folder: str, match: Callable[[str], object], sieve: Sieve | None) -> Iterator[tuple[str, bool]]:
     """Entries under `folder` whose name `match`es, as (path, is a regular file that is no link), in name
     order; folders are searched, links to folders are not (as `Path.rglob`). File types come from the
     directory listing itself: a regular file costs no system call of its own, and a file `sieve` holds one
-    `stat` (`Sieve`)."""
+    `stat`, relative to its folder (`Sieve`)."""
+    rest: list[tuple[str, bool, bool]] = []  # (name, is a folder, is a regular file) of what is not sieved
     try:
-        with os.scandir(folder) as listing:
-            entries = sorted(listing, key=_by_name)  # so paths come out sorted
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return
-    known: Mapping[str, Sequence[object]] = sieve.known if sieve is not None else {}
-    for entry in entries:
-        try:
-            is_folder = entry.is_dir(follow_symlinks=False)
-            regular = not is_folder and entry.is_file(follow_symlinks=False)
-        except OSError:
-            is_folder = regular = False
+    try:
+        with os.scandir(fd) as listing:
+            entries = list(listing)
+        prefix = folder.rstrip("/") + "/"
+        known: Mapping[str, Sequence[object]] = sieve.known if sieve is not None else {}
+        for entry in entries:
+            name = entry.name
+            try:
+                is_folder = entry.is_dir(follow_symlinks=False)
+                regular = not is_folder and entry.is_file(follow_symlinks=False)
+            except OSError:
+                is_folder = regular = False
+            if regular and match(name):
+                stored = known.get(prefix + name)
+                if stored is not None:
+                    try:
+                        found = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        found = None
+                    if found is not None and stored[:3] == (found.st_size, found.st_mtime_ns, sieve.agent):  # type: ignore[union-attr]
+                        sieve.unchanged.add(prefix + name)  # type: ignore[union-attr]
+                        continue
+            rest.append((name, is_folder, regular))
+    except OSError:
+        return
+    finally:
+        os.close(fd)
+    rest.sort()  # so paths come out sorted
+    for name, is_folder, regular in rest:
         if is_folder:
-            yield from _walk(entry.path, match, sieve)
-        elif match(entry.name):
-            path = entry.path
-            if regular and path in known:
-                try:
-                    found = entry.stat(follow_symlinks=False)
-                except OSError:
-                    found = None
-                if found is not None and known[path][:3] == (found.st_size, found.st_mtime_ns, sieve.agent):  # type: ignore[union-attr]
-                    sieve.unchanged.add(path)  # type: ignore[union-attr]
-                    continue
-            yield path, regular
+            yield from _walk(prefix + name, match, sieve)
+        elif match(name):
+            yield prefix + name, regular
 
 
 def candidates(
@@ -160,7 +178,7 @@ def candidates(
     here; a regular file that cannot be read fails, with its reason, when it is read. With a `sieve`, the
     files found in a folder as the store holds them are taken out (`Sieve.unchanged`), a link to one too.
     """
-    match = re.compile(fnmatch.translate(pattern)).match
+    match = _matcher(pattern)
     for root in roots:
         if os.path.isdir(root):
             for name, regular in _walk(str(safe_resolve(root)), match, sieve):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Collection
 from dataclasses import dataclass, fields
@@ -46,13 +47,22 @@ def archive_rows(
     conn: sqlite3.Connection, session_ids: list[str] | None = None, outside: Collection[str] = ()
 ) -> list[ArchiveRow]:
     """Every archived stream (of `session_ids` when given), main transcripts before subagents; those whose
-    source path is one of `outside` are passed over before their row is built (the transcripts found on
-    disk: a backfilled store has a copy of each)."""
+    source path is one of `outside` are passed over before their row is read (the transcripts found on
+    disk: a backfilled store has a copy of each, so only their source paths are read)."""
     sql = f"SELECT {', '.join(_COLUMNS)} FROM archive_streams"
     params: list[Any] = []
     if session_ids is not None:
         sql += f" WHERE session_id IN ({', '.join('?' * len(session_ids))})"
         params = list(session_ids)
+    elif outside:
+        cursor = conn.cursor()
+        cursor.row_factory = None
+        sources = cursor.execute("SELECT rowid, source_path FROM archive_streams")
+        rowids = [rowid for rowid, source in sources if source not in outside]
+        if not rowids:
+            return []
+        sql += " WHERE rowid IN (SELECT value FROM json_each(?))"
+        params = [json.dumps(rowids)]
     rows = conn.execute(sql + " ORDER BY agent_id != '', session_id, agent_id", params)
     return [_row(r) for r in rows if r["source_path"] not in outside]
 
@@ -60,6 +70,17 @@ def archive_rows(
 def archive_paths(conn: sqlite3.Connection) -> set[str]:
     """Where every archived stream's copy lives, relative to the archive folder."""
     return {path for (path,) in conn.execute("SELECT archive_path FROM archive_streams")}
+
+
+def listed_folders(conn: sqlite3.Connection) -> dict[str, int]:
+    """The archive folders (`''`, an agent's) as they were when the store last knew every copy in them."""
+    return dict(conn.execute("SELECT folder, mtime_ns FROM archive_listings").fetchall())
+
+
+def save_listed_folders(conn: sqlite3.Connection, stamps: dict[str, int]) -> None:
+    """Record the archive folders' modification times (folder -> mtime_ns) after a complete listing."""
+    conn.execute("DELETE FROM archive_listings")
+    conn.executemany("INSERT INTO archive_listings (folder, mtime_ns) VALUES (?, ?)", stamps.items())
 
 
 def save_archive_row(conn: sqlite3.Connection, row: ArchiveRow) -> None:

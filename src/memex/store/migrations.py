@@ -574,6 +574,16 @@ MIGRATIONS: list[str] = [
         INSERT INTO entries_fts(entries_fts, rowid, body) VALUES ('delete', old.id, coalesce(old.fts_text, old.text));
     END;
     """,
+    # 10: the archive's listings. `archive_listings`: the modification time of the archive folder (`''`)
+    # and of each agent's folder in it (`claude`…) when every session folder they held was known to this
+    # store (`memex.archive.reader.register_found`). While none of them has changed, no copy can be unknown
+    # and `memex index` does not list them again; a store rebuilt from scratch has no rows, so it lists them.
+    """
+    CREATE TABLE archive_listings (
+        folder TEXT PRIMARY KEY,
+        mtime_ns INTEGER NOT NULL
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

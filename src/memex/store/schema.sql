@@ -22,6 +22,7 @@ CREATE INDEX turns_started_at ON turns(started_at);
 CREATE INDEX vectors_model ON vectors(model_name, level, id);
 CREATE INDEX vectors_text_hash ON vectors(text_hash);
 CREATE TABLE access_pattern_state ( model_version TEXT PRIMARY KEY, turn_watermark INTEGER NOT NULL, updated_at TEXT NOT NULL );
+CREATE TABLE archive_listings ( folder TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL );
 CREATE TABLE archive_streams ( session_id TEXT NOT NULL, agent_id TEXT NOT NULL DEFAULT '', agent TEXT NOT NULL, source_path TEXT NOT NULL, archive_path TEXT NOT NULL, raw_bytes INTEGER NOT NULL, stored_bytes INTEGER NOT NULL, pieces INTEGER NOT NULL, source_size INTEGER, source_mtime_ns INTEGER, source_gone_at TEXT, updated_at TEXT NOT NULL, PRIMARY KEY (session_id, agent_id) );
 CREATE TABLE chunks ( id INTEGER PRIMARY KEY AUTOINCREMENT, turn_id INTEGER NOT NULL REFERENCES turns(id) ON DELETE CASCADE, chunk_index INTEGER NOT NULL, content TEXT NOT NULL, fts_text TEXT );
 CREATE VIRTUAL TABLE chunks_fts USING fts5( body, content='chunks_fts_source', content_rowid='id', tokenize='unicode61 remove_diacritics 2' );
