@@ -12,9 +12,14 @@ import sqlite3
 
 from memex.config import Config
 from memex.errors import UserError
-from memex.forget import now_iso
 from memex.store import computers as queries
 from memex.store.db import transaction
+
+
+def _now() -> str:
+    from memex.forget import now_iso  # the forgetting machinery only when a name is forgotten
+
+    return now_iso()
 
 
 def follow_rename(conn: sqlite3.Connection, config: Config) -> dict[str, int]:
@@ -27,7 +32,7 @@ def follow_rename(conn: sqlite3.Connection, config: Config) -> dict[str, int]:
     with transaction(conn):
         for old in old_names:
             moved[old] = queries.rename_local(conn, old, config.computer)
-            queries.add_computer_tombstone(conn, old, config.computer, now_iso())
+            queries.add_computer_tombstone(conn, old, config.computer, _now())
     return moved
 
 
@@ -38,7 +43,7 @@ def forget_computer(conn: sqlite3.Connection, config: Config, name: str) -> int:
         raise UserError(f"{name} is this computer: change the `computer` setting to rename it instead")
     with transaction(conn):
         dropped = queries.drop_computer(conn, name)
-        queries.add_computer_tombstone(conn, name, config.computer, now_iso())
+        queries.add_computer_tombstone(conn, name, config.computer, _now())
     return dropped
 
 

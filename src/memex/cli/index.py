@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.table import Table
 from rich.text import Text
 
 from memex.cli.app import App
-from memex.cli.embed import report_dict, run_embed
 from memex.cli.render import byte_progress
-from memex.embed.model import EmbedderUnavailable
-from memex.embed.worker import EmbedBusy
 from memex.errors import UserError
-from memex.ingest.indexer import FileReport, IndexReport
-from memex.ingest.pipeline import IDLE
+from memex.ingest.report import IDLE
 from memex.sources import ADAPTERS
-from memex.sources.model import Transcript
+
+if TYPE_CHECKING:
+    from memex.ingest.indexer import IndexReport
+    from memex.ingest.report import FileReport
+    from memex.sources.model import Transcript
 
 # `memex index` exit statuses (README, "Use").
 EXIT_SOME_FAILED = 1
@@ -143,6 +144,10 @@ def _exit_status(report: IndexReport) -> None:
 
 def _embed(app: App) -> dict[str, object] | None:
     """Drain the embedding queue; a missing model or a busy worker is a warning, not a failure."""
+    from memex.cli.embed import report_dict, run_embed  # not imported by `memex index --no-embed`
+    from memex.embed.model import EmbedderUnavailable
+    from memex.embed.worker import EmbedBusy
+
     try:
         report = run_embed(app)
     except (EmbedBusy, EmbedderUnavailable) as exc:

@@ -11,45 +11,34 @@ its reason, and every other file is indexed.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
-import multiprocessing.connection
 import operator
 import os
 import signal
 import sqlite3
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memex.config import Config
-from memex.ingest.pipeline import (
-    IDLE,
-    FileReport,
-    ParsedStream,
-    Plan,
-    failed_report,
-    idle_report,
-    ingest_isolated,
-    ingest_planned,
-    is_store_failure,
-    parse_stream,
-    parse_with,
-    plan_ingest,
-    write_tool_outputs,
-)
+from memex.ingest.report import IDLE, FileReport
 from memex.ingest.state import StoredStream, stored_streams
-from memex.mirrors.build import refresh_mirror
 from memex.sources import ADAPTERS, adapter
 from memex.sources.files import Sieve, Skipped
 from memex.sources.locations import agent_roots
 from memex.sources.model import Transcript
 from memex.store import mirrors as store_mirrors
 from memex.store.db import transaction
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from memex.ingest.pipeline import ParsedStream, Plan
+
+# The pipeline (parsers, turns, chunks, mirrors) and the worker pool are imported when a file is to be read:
+# a run that finds nothing changed never loads them.
 
 # Worker processes take a fraction of a second to start (they import memex afresh): below these amounts of
 # work, parsing in this process is faster.
@@ -224,6 +213,8 @@ def index_transcripts(
     claimed: dict[str, str] = {}
     known = stored_streams(conn) if known is None else known
     report.add_unchanged([known[path] for path in unchanged])
+    if transcripts:
+        from memex.ingest.pipeline import Plan, ingest_isolated, plan_ingest
     stats = [_stat(t.path) for t in transcripts]
     if on_total:
         on_total(sum(s.st_size for s in stats if s is not None))
@@ -283,6 +274,9 @@ def _init_worker() -> None:
 def _exit_with_parent() -> None:
     """End this process as soon as the indexing process ends, even by `kill -9` (a pool's workers
     otherwise wait forever on a queue nobody will write to)."""
+    import multiprocessing
+    import multiprocessing.connection
+
     parent = multiprocessing.parent_process()
     if parent is None:
         return
@@ -316,6 +310,13 @@ def _index_in_parallel(
     done: Callable[[Transcript, FileReport], None],
 ) -> None:
     """Parse `work` in worker processes and write each result here, in the order of `plans`."""
+    import multiprocessing
+    from collections import deque
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    from memex.ingest.pipeline import failed_report, idle_report, ingest_planned, is_store_failure, parse_stream
+
     pool = ProcessPoolExecutor(
         max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker
     )
@@ -382,6 +383,8 @@ def _index_in_parallel(
 
 def backfill_mirrors(conn: sqlite3.Connection) -> int:
     """Build the mirrors of sessions indexed before mirrors existed; returns how many were written."""
+    from memex.mirrors.build import refresh_mirror
+
     written = 0
     for session_id in store_mirrors.sessions_without_mirror(conn):
         with transaction(conn):
@@ -396,8 +399,12 @@ def backfill_tool_outputs(
     9) and store them with their turns, which stay as they are (their vectors too); returns how many
     transcripts were read. A transcript that cannot be read now stays pending for the next run."""
     pending = {(r[0], r[1]) for r in conn.execute("SELECT session_id, agent_id FROM tool_output_backfill")}
+    if not pending or not transcripts:
+        return 0
+    from memex.ingest.pipeline import Plan, is_store_failure, parse_with, write_tool_outputs
+
     done = 0
-    for transcript in transcripts if pending else []:
+    for transcript in transcripts:
         stored = known.get(str(transcript.path))
         if stored is None or (stored.session_id, stored.agent_id) not in pending:
             continue

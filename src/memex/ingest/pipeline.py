@@ -25,6 +25,7 @@ from memex.config import Config
 from memex.errors import StoreError
 from memex.ingest.chunks import chunk_text
 from memex.ingest.prs import pull_requests
+from memex.ingest.report import IDLE, FileReport
 from memex.ingest.state import StreamState, file_checks, is_append_of, load_state, save_state
 from memex.ingest.turns import Turn, TurnBuilder
 from memex.mirrors.build import refresh_mirror
@@ -43,27 +44,6 @@ _FIRST_ONLY_RANK = TITLE_RANKS["prompt"]
 TITLE_MAX_CHARS = 100
 # Warnings kept per file (the count of bad lines is always complete).
 MAX_WARNINGS_PER_FILE = 5
-# Plan statuses that need no parsing: nothing changed, the file is gone, it cannot be read, or the user
-# asked memex to forget its session (`memex forget`).
-IDLE = ("unchanged", "missing", "failed", "forgotten")
-
-
-@dataclass
-class FileReport:
-    """What one transcript's ingest did."""
-
-    path: Path
-    session_id: str
-    agent_id: str = ""
-    status: str = "unchanged"  # new, appended, rewritten, unchanged, missing, failed
-    error: str | None = None  # why a failed file could not be indexed
-    lines: int = 0
-    bad_lines: int = 0
-    turns: int = 0
-    bytes_read: int = 0
-    mirror_written: bool = False
-    warnings: list[str] = field(default_factory=list)
-    size: int = 0  # the file's size when it was planned (0: unknown)
 
 
 def _now() -> str:
