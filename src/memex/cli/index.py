@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -69,6 +70,9 @@ def index_command(
     """
     if everything and (paths or agents):
         raise UserError("--all indexes every agent's default folders: give it no PATHS and no --agent")
+    # What was imported lives as long as the process: the collector need not walk it again each time the
+    # tens of thousands of rows and file states a run holds trigger a collection.
+    gc.freeze()
     memex = app.memex(readonly=False)
     for old, moved in memex.follow_rename().items():
         app.say("note", f"this computer was {old!r}, now {app.config.computer!r}: {moved} sessions follow the new name")

@@ -156,9 +156,7 @@ def discover(
             continue
         source = adapter(agent)
         if known is not None and unchanged is not None and getattr(source, "SIEVES", False):
-            sieve = Sieve(known, agent)
-            found.extend(source.discover(roots, passed_over, sieve))  # type: ignore[call-arg]
-            unchanged |= sieve.unchanged
+            found.extend(source.discover(roots, passed_over, Sieve(known, agent, unchanged)))  # type: ignore[call-arg]
         else:
             found.extend(source.discover(roots, passed_over))
     if unchanged and found:  # a file also given by hand, or reached through a link: read as found
@@ -212,7 +210,7 @@ def index_transcripts(
 
     claimed: dict[str, str] = {}
     known = stored_streams(conn) if known is None else known
-    report.add_unchanged([known[path] for path in unchanged])
+    report.add_unchanged(list(map(known.__getitem__, unchanged)))
     if transcripts:
         from memex.ingest.pipeline import Plan, ingest_isolated, plan_ingest
     stats = [_stat(t.path) for t in transcripts]
@@ -383,10 +381,10 @@ def _index_in_parallel(
 
 def backfill_mirrors(conn: sqlite3.Connection) -> int:
     """Build the mirrors of sessions indexed before mirrors existed; returns how many were written."""
-    from memex.mirrors.build import refresh_mirror
-
     written = 0
     for session_id in store_mirrors.sessions_without_mirror(conn):
+        from memex.mirrors.build import refresh_mirror
+
         with transaction(conn):
             written += refresh_mirror(conn, session_id)
     return written

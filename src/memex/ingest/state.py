@@ -5,7 +5,9 @@ A stream is a session's main transcript (`sessions`) or one subagent transcript 
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import operator
 import sqlite3
 from dataclasses import dataclass, fields
 from typing import BinaryIO, NamedTuple
@@ -71,6 +73,9 @@ def save_state(
     streams.save(conn, session_id, agent_id, transcript_path, progress, now)
 
 
+_PATH = operator.itemgetter(5)
+
+
 class StoredStream(NamedTuple):
     """What the store knows of a transcript file, by its path: how it looked and whose stream it is. The
     first three items are what a `memex.sources.files.Sieve` compares with the file on disk."""
@@ -85,5 +90,5 @@ class StoredStream(NamedTuple):
 
 def stored_streams(conn: sqlite3.Connection) -> dict[str, StoredStream]:
     """Every ingested transcript by its stored (real) path: one read for a whole `memex index` run."""
-    new = tuple.__new__  # a row becomes a StoredStream without a Python-level call (tens of thousands)
-    return {row[5]: new(StoredStream, row) for row in streams.every_stream(conn)}
+    rows = streams.every_stream(conn)  # tens of thousands: made into a dict without a Python-level call
+    return dict(zip(map(_PATH, rows), map(functools.partial(tuple.__new__, StoredStream), rows), strict=True))

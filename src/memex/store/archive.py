@@ -57,8 +57,12 @@ def archive_rows(
     elif outside:
         cursor = conn.cursor()
         cursor.row_factory = None
-        sources = cursor.execute("SELECT rowid, source_path FROM archive_streams")
-        rowids = [rowid for rowid, source in sources if source not in outside]
+        sources = cursor.execute("SELECT source_path, rowid FROM archive_streams").fetchall()
+        by_source = dict(sources)
+        if len(by_source) == len(sources):  # one copy per source (as usual): compared as sets, not row by row
+            rowids = [by_source[source] for source in by_source.keys() - outside]
+        else:
+            rowids = [rowid for source, rowid in sources if source not in outside]
         if not rowids:
             return []
         sql += " WHERE rowid IN (SELECT value FROM json_each(?))"

@@ -5,7 +5,7 @@ mean is `memex.ingest.state.StreamState`'s."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -45,15 +45,15 @@ def save(
         )
 
 
-def every_stream(conn: sqlite3.Connection) -> Iterator[tuple[int, int, str, str, str, str]]:
+def every_stream(conn: sqlite3.Connection) -> list[tuple[int, int, str, str, str, str]]:
     """(file_size, file_mtime_ns, agent, session_id, agent_id, transcript_path) of every ingested transcript,
     as plain tuples (tens of thousands of rows, read once per `memex index` run)."""
     cursor = conn.cursor()
     cursor.row_factory = None
-    yield from cursor.execute(
+    return cursor.execute(
         "SELECT file_size, file_mtime_ns, agent, session_id, '', transcript_path FROM sessions "
         "WHERE transcript_path IS NOT NULL AND file_size IS NOT NULL "
         "UNION ALL SELECT sub.file_size, sub.file_mtime_ns, s.agent, sub.session_id, sub.agent_id, "
         "sub.transcript_path FROM subagent_sessions sub JOIN sessions s ON s.session_id = sub.session_id "
         "WHERE sub.file_size IS NOT NULL"
-    )
+    ).fetchall()
