@@ -2,12 +2,16 @@
 
     uv run python bench/walk.py                    # 20,000 transcripts, 5 runs of each measure
     uv run python bench/walk.py --files 2000 --runs 3
+    uv run python bench/walk.py --instructions     # also the user-space instructions, by valgrind
 
 Writes `--files` small Claude Code transcripts (two turns each, 100 per project folder) into
 bench/.cache/walk-<files> and backfills them once (cached); then runs `memex index --no-embed` as a new
 process: with nothing changed, and after one turn was appended to one transcript. CPU is the process's
 user + system time (whole process, start-up included; `memex --version` gives the start-up alone); the
 file-system calls are counted by strace (stat / lstat / open / readlink of any kind) in one more run.
+CPU time on a machine shared with other jobs is inflated (the table's title gives the load average);
+`--instructions` adds the instructions the process executes in user space (valgrind's callgrind, one more
+run, ~50x slower), a figure other jobs do not change.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -107,10 +112,26 @@ def syscalls(command: list[str], env: dict[str, str]) -> dict[str, int]:
     return counts
 
 
+def instructions(command: list[str], env: dict[str, str]) -> int | None:
+    """User-space instructions one process executes (valgrind's callgrind), or None without valgrind."""
+    if not shutil.which("valgrind"):
+        return None
+    with tempfile.TemporaryDirectory() as folder:
+        out = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={folder}/out", *command],
+            env=env,
+            capture_output=True,
+            text=True,
+        ).stderr
+    found = re.search(r"refs:\s+([\d,]+)", out)
+    return int(found.group(1).replace(",", "")) if found else None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--instructions", action="store_true", help="Also count instructions (valgrind).")
     args = parser.parse_args()
     root = CACHE / f"walk-{args.files}"
     env = environment(root)
@@ -136,11 +157,18 @@ def main() -> None:
         if before:
             before()
         calls = syscalls(command, env)
+        counted = []
+        if args.instructions:
+            if before:
+                before()
+            executed = instructions(command, env)
+            counted = [f"{executed / 1e6:,.0f}" if executed else "-"]
         rows.append(
             [
                 label,
                 f"{statistics.median(cpu) * 1000:.0f}",
                 f"{statistics.median(wall) * 1000:.0f}",
+                *counted,
                 *(f"{calls.get(k, 0):,}" for k in ("stat", "openat", "readlink", "getdents64")),
             ]
         )
@@ -156,8 +184,13 @@ def main() -> None:
     cpu_of(index, env)
     measure("`memex index`, nothing changed", index)
     measure("`memex index`, one transcript grew by a turn", index, append_one)
-    table = Table(title=f"Incremental `memex index` over {args.files:,} transcripts (median of {args.runs} runs)")
-    for column in ("run", "CPU ms", "wall ms", "stat calls", "openat", "readlink", "getdents64"):
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    table = Table(
+        title=f"Incremental `memex index` over {args.files:,} transcripts (median of {args.runs} runs; "
+        f"load average {load})"
+    )
+    columns = ["run", "CPU ms", "wall ms", *(["M instructions"] if args.instructions else [])]
+    for column in (*columns, "stat calls", "openat", "readlink", "getdents64"):
         table.add_column(column, justify="left" if column == "run" else "right")
     for row in rows:
         table.add_row(*row)
