@@ -15,7 +15,7 @@ import os
 import sqlite3
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 
 from memex.archive import frames
@@ -190,7 +190,7 @@ def archived_sources(
     config: Config,
     agents: Iterable[str],
     present: Iterable[Transcript] = (),
-    unchanged: Iterable[str] = (),
+    unchanged: Collection[str] = (),
 ) -> Iterator[list[Transcript]]:
     """The archived streams of `agents` whose original is gone and that need parsing, restored for the
     duration of the block (a temporary folder in MEMEX_HOME, removed after). `present` and `unchanged`
@@ -198,9 +198,9 @@ def archived_sources(
     register_found(conn, config)
     wanted = set(agents)
     live = {str(t.path) for t in present}  # found on disk just now: no need to look again
-    live.update(unchanged)
     forgotten = forgotten_sessions(conn)
-    missing = [row for row in archive_rows(conn, outside=live) if not os.path.exists(row.source_path)]
+    outside = [row for row in archive_rows(conn, outside=unchanged or live) if row.source_path not in live]
+    missing = [row for row in outside if not os.path.exists(row.source_path)]
     gone = [row for row in missing if row.source_gone_at is None]
     if gone:
         with transaction(conn):
