@@ -35,7 +35,7 @@ from rich.table import Table
 CACHE = Path(__file__).resolve().parent / ".cache"
 MEMEX = Path(sys.executable).with_name("memex")
 PER_FOLDER = 100
-console = Console()
+console = Console(width=150)
 
 
 def line(kind: str, session: str, n: int, text: str, cwd: str) -> str:
