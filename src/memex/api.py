@@ -115,7 +115,8 @@ class Memex:
 
     def discover(self, paths: Sequence[Path] = (), agents: Sequence[str] = ()) -> Discovery:
         """The transcripts under `paths` (files or folders), or under the agents' default folders when none
-        is given; only those of `agents` (default: every agent)."""
+        is given; only those of `agents` (default: every agent). With a store, the files it holds at their
+        very size and time go to `unchanged` instead (only stat'ed: `memex.sources.files.Sieve`)."""
         from memex.ingest.indexer import default_roots, discover, sieve_known
         from memex.ingest.state import stored_streams
         from memex.sources import ADAPTERS
