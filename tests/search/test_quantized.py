@@ -13,7 +13,7 @@ DIM = 384
 
 def _codes(matrix: np.ndarray) -> Codes:
     center = matrix[: max(1, len(matrix) // 2)].mean(axis=0).astype(np.float32)
-    return Codes(*encode(matrix, center), center)
+    return Codes.of(*encode(matrix, center), center)
 
 
 @settings(max_examples=40, deadline=None)
@@ -65,6 +65,6 @@ def test_codes_rule_out_most_rows_of_clustered_vectors() -> None:
 
 
 def test_no_rows() -> None:
-    empty = Codes(np.zeros((0, DIM), np.int8), np.zeros((0, 3), np.float32), np.zeros(DIM, np.float32))
+    empty = Codes.of(np.zeros((0, DIM), np.int8), np.zeros((0, 3), np.float32), np.zeros(DIM, np.float32))
     found = estimate(empty, np.ones(DIM, np.float32) / np.sqrt(DIM))
     assert len(candidates(found, 10)) == 0

@@ -202,7 +202,7 @@ class VectorIndex:
         self._center = (
             self._matrix.mean(axis=0).astype(np.float32) if self.rows else np.zeros(self.dimension, np.float32)
         )
-        self._codes = Codes(*encode(self._matrix, self._center), self._center)
+        self._codes = Codes.of(*encode(self._matrix, self._center), self._center)
         if self.rows > self.config.search_binary_above:
             self._bits = np.packbits(self._matrix > self._center, axis=1)
         else:
@@ -253,7 +253,7 @@ class VectorIndex:
             self._ids = self._owners = np.zeros(0, dtype=np.int64)
             self._bits = np.zeros((0, (self.dimension + 7) // 8), dtype=np.uint8)
             self._center = np.zeros(self.dimension, dtype=np.float32)
-            self._codes = Codes(np.zeros((0, self.dimension), np.int8), np.zeros((0, 3), np.float32), self._center)
+            self._codes = Codes.of(np.zeros((0, self.dimension), np.int8), np.zeros((0, 3), np.float32), self._center)
         else:
             with self._lock(exclusive=False):
                 self._matrix = np.memmap(
@@ -262,7 +262,7 @@ class VectorIndex:
                 self._ids = np.fromfile(self.folder / "ids.i64", dtype=np.int64, count=self.rows)
                 self._owners = np.fromfile(self.folder / "owners.i64", dtype=np.int64, count=self.rows)
                 self._center = np.fromfile(self.folder / "center.f32", dtype="<f4")
-                self._codes = Codes(
+                self._codes = Codes.of(
                     np.memmap(self.folder / "codes.i8", dtype=np.int8, mode="r", shape=(self.rows, self.dimension)),
                     np.fromfile(self.folder / "codes.f32", dtype="<f4", count=self.rows * 3).reshape(self.rows, 3),
                     self._center,
