@@ -159,3 +159,20 @@ def test_a_cache_without_codes_is_rebuilt(conn, config) -> None:
     other = VectorIndex(config, "turn", DIM)
     assert other.search(conn, vectors[5], 1)[0].owner_id == 6
     assert other.generation == generation + 1 and (other.folder / "codes.i8").stat().st_size == 100 * DIM
+
+
+def test_a_cache_this_process_cannot_write_is_searched_from_memory_alike(conn, config) -> None:
+    """A read-only store's vectors are coded in memory (their center is the mean of them all, not of the
+    first rows written): the neighbours are still the exact ones, also after rows are added."""
+    rng = np.random.default_rng(11)
+    vectors = _clustered(rng, 600)
+    _insert(conn, config, range(1, 601), vectors)
+    on_disk = VectorIndex(config, "turn", DIM)
+    in_memory = VectorIndex(config, "turn", DIM)
+    in_memory._in_memory, in_memory.generation = True, -1
+    for query in _clustered(rng, 5):
+        assert in_memory.search(conn, query, 30) == on_disk.search(conn, query, 30)
+    added = _clustered(rng, 50)
+    _insert(conn, config, range(601, 651), added)
+    assert in_memory.search(conn, added[3], 5) == on_disk.search(conn, added[3], 5)
+    assert in_memory.search(conn, added[3], 1)[0].owner_id == 604 and in_memory.rows == 650
