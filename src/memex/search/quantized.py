@@ -7,8 +7,9 @@ its scale and two numbers that bound the error: `error` = ‖x − c − x̂‖ 
 decoded difference. The query is coded to int8 too (q̂), and one SIMD pass (SimSIMD's int8 dot products)
 estimates every row's cosine. By Cauchy-Schwarz the true cosine lies within ‖q‖·error + ‖q − q̂‖·norm of
 the estimate, so the rows whose upper bound reaches the n-th best lower bound include the exact n
-nearest: the caller re-ranks those (a few thousand of 300k) by their float32 cosine and gets the
-neighbours, scores and order an exact scan of the float32 matrix gives.
+nearest. Those rows (a few thousand of 300k) are estimated again with what the query's codes missed coded
+too (a pass over their codes alone), which rules out about half of them, and the caller re-ranks the rest
+by their float32 cosine: the neighbours, scores and order an exact scan of the float32 matrix gives.
 """
 
 from __future__ import annotations
@@ -63,28 +64,67 @@ def encode(matrix: np.ndarray, center: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return codes, np.stack([scale, error, norm], axis=1).astype(np.float32)
 
 
+def _coded(query: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
+    """`query` (float32) as int8 codes, their scale, and what they miss (query − decoded)."""
+    scale = float(np.abs(query).max()) / LEVELS or 1.0
+    coded = np.rint(query / np.float32(scale)).astype(np.int8)
+    return coded, scale, query - coded * np.float32(scale)
+
+
+def _dots(codes: np.ndarray, coded: np.ndarray) -> np.ndarray:
+    """Each row's integer dot product with `coded`, as float32 (at most 384 · 127² < 2²⁴: exact)."""
+    return np.asarray(simsimd.cdist(codes, coded[None], metric="dot", out_dtype="float32")).reshape(-1)
+
+
 def estimate(codes: Codes, query: np.ndarray) -> Estimate:
     """Every row's estimated cosine to `query` (one pass over the codes) and its error bound."""
     query = query.astype(np.float32)
-    scale = float(np.abs(query).max()) / LEVELS or 1.0
-    coded = np.rint(query / scale).astype(np.int8)
-    missed = float(np.linalg.norm(query - coded * np.float32(scale)))
+    coded, scale, missed = _coded(query)
     if len(codes.codes) == 0:
         return Estimate(np.zeros(0, np.float32), np.zeros(0, np.float32))
-    # Exact integers (at most 384 · 127² < 2²⁴, so exact in float32 too).
-    approx = np.asarray(simsimd.cdist(codes.codes, coded[None], metric="dot", out_dtype="float32")).reshape(-1)
+    approx = _dots(codes.codes, coded)
     approx *= np.float32(scale)
     approx *= codes.scale
     approx += np.float32(query @ codes.center)
     slack = codes.error * np.float32(np.linalg.norm(query))
-    slack += codes.norm * np.float32(missed)
+    slack += codes.norm * np.float32(np.linalg.norm(missed))
     slack += np.float32(ROUNDING)
     return Estimate(approx, slack)
 
 
-def candidates(found: Estimate, count: int, mask: np.ndarray | None = None) -> np.ndarray:
-    """Positions (ascending) of rows that hold the `count` rows of highest true cosine (among `mask`'s):
-    each row whose upper bound reaches the `count`-th highest lower bound."""
+def _refined(codes: Codes, query: np.ndarray, rows: np.ndarray, found: Estimate) -> Estimate:
+    """`found` for `rows` only, with what the query's codes missed coded and added too: the query's
+    share of the bound falls from ~0.006 to ~3e-5, leaving the rows' own coding error."""
+    query = query.astype(np.float32)
+    _, _, missed = _coded(query)
+    coded, scale, rest = _coded(missed)
+    approx = _dots(codes.codes[rows], coded)
+    approx *= np.float32(scale)
+    approx *= codes.scale[rows]
+    approx += found.approx[rows]
+    slack = codes.error[rows] * np.float32(np.linalg.norm(query))
+    slack += codes.norm[rows] * np.float32(np.linalg.norm(rest))
+    slack += np.float32(ROUNDING)
+    return Estimate(approx, slack)
+
+
+def candidates(
+    codes: Codes, query: np.ndarray, count: int, mask: np.ndarray | None = None, found: Estimate | None = None
+) -> np.ndarray:
+    """Positions (ascending) of rows that hold the `count` rows of highest true cosine to `query` (among
+    `mask`'s). `found`: the query's `estimate`, when made beforehand. The rows the estimate cannot rule
+    out are estimated again, finer (a second pass over their codes alone), which rules most of them out:
+    the caller reads fewer float32 rows (200 wanted of 300k: ~4,000 rows, then ~1,000)."""
+    found = estimate(codes, query) if found is None else found
+    rows = _reaching(found, count, mask)
+    if len(rows) <= count:
+        return rows
+    return rows[_reaching(_refined(codes, query, rows, found), count)]
+
+
+def _reaching(found: Estimate, count: int, mask: np.ndarray | None = None) -> np.ndarray:
+    """Positions (ascending) of the rows (among `mask`'s) whose upper bound reaches the `count`-th highest
+    lower bound: they hold the `count` rows of highest true cosine."""
     low = found.approx - found.slack
     if mask is not None:
         low[~mask] = -np.inf

@@ -316,8 +316,8 @@ class VectorIndex:
         else:
             assert self._codes is not None
             fresh = scanned is not None and scanned.cache == self._loaded and scanned.query is query
-            found = scanned.estimate if scanned is not None and fresh else estimate(self._codes, query)
-            positions = candidates(found, wanted, mask)
+            found = scanned.estimate if scanned is not None and fresh else None
+            positions = candidates(self._codes, query, wanted, mask, found)
         scores = self._matrix[positions] @ query
         top = min(wanted, len(scores))
         best = np.argpartition(-scores, top - 1)[:top]
