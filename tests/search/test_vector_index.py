@@ -159,6 +159,11 @@ def test_a_cache_without_codes_is_rebuilt(conn, config) -> None:
     other = VectorIndex(config, "turn", DIM)
     assert other.search(conn, vectors[5], 1)[0].owner_id == 6
     assert other.generation == generation + 1 and (other.folder / "codes.i8").stat().st_size == 100 * DIM
+    # Rows appended by a memex that writes no codes: the codes are short of the rows, so it is rebuilt too.
+    with open(other.folder / "codes.i8", "r+b") as handle:
+        handle.truncate(90 * DIM)
+    again = VectorIndex(config, "turn", DIM)
+    assert again.search(conn, vectors[95], 1)[0].owner_id == 96 and again.generation == generation + 2
 
 
 def test_a_cache_this_process_cannot_write_is_searched_from_memory_alike(conn, config) -> None:

@@ -211,7 +211,7 @@ class VectorIndex:
 
     def _sync_files(self, conn: sqlite3.Connection, newest: int) -> None:
         rows, max_id, generation = self._manifest()
-        complete = rows == 0 or self._files_complete()
+        complete = rows == 0 or self._files_complete(rows)
         if newest <= max_id and complete:  # nothing added (rows deleted meanwhile are filtered out at search time)
             self.rows, self.max_id, self.generation = rows, max_id, generation
             return
@@ -223,7 +223,7 @@ class VectorIndex:
                 "SELECT count(*) FROM vectors WHERE model_name = ? AND level = ? AND id <= ?",
                 (self.config.embed_model, self.level, max_id),
             ).fetchone()[0]
-            complete = on_disk == rows and self._files_complete()
+            complete = on_disk == rows and self._files_complete(rows)
             if rows == 0 or not complete or self._too_many_dead(rows - kept, rows):
                 for name in CACHE_FILES:
                     (self.folder / (name + ".new")).unlink(missing_ok=True)
@@ -241,9 +241,14 @@ class VectorIndex:
             self._save_manifest(rows, max_id, generation)
         self.rows, self.max_id, self.generation = rows, max_id, generation
 
-    def _files_complete(self) -> bool:
-        """True when every file of the cache is there (a cache written before the 8-bit codes is rebuilt)."""
-        return all((self.folder / name).exists() for name in ("center.f32", "codes.i8", "codes.f32"))
+    def _files_complete(self, rows: int) -> bool:
+        """True when the center and the 8-bit codes of `rows` rows are there: a cache written before the codes
+        existed (or appended to by such a version of memex) is rebuilt."""
+        sizes = {"center.f32": 1, "codes.i8": rows * self.dimension, "codes.f32": rows * 12}
+        try:
+            return all((self.folder / name).stat().st_size >= size for name, size in sizes.items())
+        except FileNotFoundError:
+            return False
 
     def _load(self) -> None:
         if self._loaded == (self.rows, self.generation) or self._in_memory:
