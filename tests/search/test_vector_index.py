@@ -111,17 +111,73 @@ def test_two_stage_search_agrees_with_exact_search(conn, home) -> None:
     assert np.mean(overlap) >= 0.8
 
 
-def test_a_large_matrix_is_scanned_in_parts_with_the_same_scores() -> None:
-    """Past SCAN_PART_ROWS rows the product runs in parts on threads: every row's score is the product's,
-    whatever the split (an odd row count, more parts than cores allow)."""
-    from memex.search.vector import SCAN_PART_ROWS, scan
+def test_codes_search_gives_the_exact_neighbours_scores_and_order(conn, config) -> None:
+    """The search reads 8-bit codes and re-ranks the rows they cannot rule out: its neighbours, their
+    cosines and their order are those of the float32 matrix, unfiltered and filtered, also for rows with
+    near-equal cosines (a cluster of near-duplicates around the query)."""
+    rng = np.random.default_rng(8)
+    vectors = _clustered(rng, 3000)
+    near = vectors[7] + 0.003 * rng.standard_normal((200, DIM))
+    vectors[1000:1200] = near / np.linalg.norm(near, axis=1, keepdims=True)
+    _insert(conn, config, range(1, 3001), vectors)
+    index = VectorIndex(config, "turn", DIM)
+    allowed = np.arange(1, 3001, 3)
+    for query in [vectors[7], vectors[2500], *_clustered(rng, 20)]:
+        exact = vectors @ query
+        order = np.argsort(-exact, kind="stable")
+        found = index.search(conn, query, 50)
+        assert [n.owner_id for n in found] == list(order[:50] + 1)
+        assert np.allclose([n.cosine for n in found], exact[order[:50]], atol=1e-6)
+        admitted = [int(i) + 1 for i in order if (i + 1) % 3 == 1][:20]
+        assert [n.owner_id for n in index.search(conn, query, 20, allowed)] == admitted
+    assert index._codes is not None and index._codes.codes.dtype == np.int8  # the codes were read
 
-    rng = np.random.default_rng(7)
-    matrix = _clustered(rng, 2 * SCAN_PART_ROWS + 3)
-    query = matrix[SCAN_PART_ROWS + 1]
-    scores = scan(matrix, query)
-    assert scores.shape == (len(matrix),) and scores.dtype == np.float32
-    assert np.allclose(scores, matrix @ query, atol=1e-6)
-    assert int(np.argmax(scores)) == SCAN_PART_ROWS + 1
-    small = matrix[:10]
-    assert np.array_equal(scan(small, query), small @ query)
+
+def test_a_scan_made_beforehand_gives_the_same_neighbours(conn, config) -> None:
+    rng = np.random.default_rng(9)
+    vectors = _clustered(rng, 400)
+    _insert(conn, config, range(1, 401), vectors)
+    index = VectorIndex(config, "turn", DIM)
+    index.prepare(conn)
+    query = vectors[3]
+    scanned = index.scanned(query)
+    assert index.search(conn, query, 10, scanned=scanned) == index.search(conn, query, 10)
+    allowed = np.arange(200, 401)
+    assert index.search(conn, query, 10, allowed, scanned=scanned) == index.search(conn, query, 10, allowed)
+
+
+def test_a_cache_without_codes_is_rebuilt(conn, config) -> None:
+    """A cache written before the 8-bit codes existed is rebuilt once, then searched by its codes."""
+    rng = np.random.default_rng(10)
+    vectors = _clustered(rng, 100)
+    _insert(conn, config, range(1, 101), vectors)
+    index = VectorIndex(config, "turn", DIM)
+    index.prepare(conn)
+    generation = index.generation
+    for name in ("codes.i8", "codes.f32"):
+        (index.folder / name).unlink()
+    other = VectorIndex(config, "turn", DIM)
+    assert other.search(conn, vectors[5], 1)[0].owner_id == 6
+    assert other.generation == generation + 1 and (other.folder / "codes.i8").stat().st_size == 100 * DIM
+    # Rows appended by a memex that writes no codes: the codes are short of the rows, so it is rebuilt too.
+    with open(other.folder / "codes.i8", "r+b") as handle:
+        handle.truncate(90 * DIM)
+    again = VectorIndex(config, "turn", DIM)
+    assert again.search(conn, vectors[95], 1)[0].owner_id == 96 and again.generation == generation + 2
+
+
+def test_a_cache_this_process_cannot_write_is_searched_from_memory_alike(conn, config) -> None:
+    """A read-only store's vectors are coded in memory (their center is the mean of them all, not of the
+    first rows written): the neighbours are still the exact ones, also after rows are added."""
+    rng = np.random.default_rng(11)
+    vectors = _clustered(rng, 600)
+    _insert(conn, config, range(1, 601), vectors)
+    on_disk = VectorIndex(config, "turn", DIM)
+    in_memory = VectorIndex(config, "turn", DIM)
+    in_memory._in_memory, in_memory.generation = True, -1
+    for query in _clustered(rng, 5):
+        assert in_memory.search(conn, query, 30) == on_disk.search(conn, query, 30)
+    added = _clustered(rng, 50)
+    _insert(conn, config, range(601, 651), added)
+    assert in_memory.search(conn, added[3], 5) == on_disk.search(conn, added[3], 5)
+    assert in_memory.search(conn, added[3], 1)[0].owner_id == 604 and in_memory.rows == 650

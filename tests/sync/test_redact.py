@@ -134,6 +134,8 @@ def test_a_slice_is_redacted_as_part_of_its_text(secret: Secret) -> None:
             piece, _ = redact_slice(whole, start, end)
             assert secret.leaked_in(piece) is None, (start, end, piece)
             # Without the rest of the text, the piece alone may no longer be recognised.
+            # The whole text's secrets found once serve every piece of it alike.
+            assert redact_slice(whole, start, end, secret_spans(whole)) == (piece, _)
     assert redact_slice(whole, 0, 10) == (whole[:10], 0)
 
 
@@ -159,3 +161,21 @@ def test_urls_that_hold_no_password_are_left_alone() -> None:
 def test_references_to_secrets_are_not_secrets() -> None:
     code = "apiKey: process.env.OPENAI_API_KEY,\nclient_secret: env.AUTH0_CLIENT_SECRET\npassword: self.config.password"
     assert redact(code) == (code, 0)
+
+
+def test_a_hit_leaving_the_computer_marks_the_query_in_its_redacted_chunk() -> None:
+    """The spans of a hit point into its chunk as sent: moved when redaction changed the chunk, the
+    search's own when it did not."""
+    import sqlite3
+
+    from memex.search.highlight import spans_json
+    from memex.sync.outbound import redacted_hit
+
+    key = "sk-ant-api03-" + token(ALNUM, 90)
+    for chunk in (f"token {key} then deploy the deploy script", "nothing secret: deploy the deploy script"):
+        full = f"before. {chunk}. after"
+        hit = {"source": "turn", "full_text": full, "matched_chunk": chunk, "spans": spans_json(chunk, "deploy")}
+        clean = redacted_hit(sqlite3.connect(":memory:"), hit, "deploy")
+        assert key not in clean["matched_chunk"] and key not in clean["full_text"]
+        assert clean["spans"] == spans_json(clean["matched_chunk"], "deploy")
+        assert [clean["matched_chunk"][s:e] for s, e in clean["spans"]] == ["deploy", "deploy"]

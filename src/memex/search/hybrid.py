@@ -182,7 +182,7 @@ def filtered_search(
 ) -> list[Neighbour]:
     """Nearest neighbours under the filters: the unfiltered nearest, filtered, when enough of them pass
     (a query reads a few thousand rows' filter columns); otherwise a search restricted to every admitted
-    owner (listing them costs ~0.3 s per level per million rows). `scanned`: the query's exact scan of
+    owner (listing them costs ~0.3 s per level per million rows). `scanned`: the query's scan of
     the index, made beforehand."""
     if filters == Filters():
         return index.search(conn, vector, wanted, scanned=scanned)
@@ -253,7 +253,7 @@ def _searched_indexes(conn: sqlite3.Connection, config: Config, levels: list[str
 def _embedded_and_scanned(
     config: Config, embedder: Embedder | None, query: str, indexes: dict[str, VectorIndex]
 ) -> tuple[Embedder, np.ndarray, dict[str, Scan]]:
-    """The embedder, the query's vector, and its exact scan of each of `indexes`."""
+    """The embedder, the query's vector, and its scan of the codes of each of `indexes`."""
     embedder, vector = embedded_query(config, embedder, query)
     return embedder, vector, {level: index.scanned(vector) for level, index in indexes.items()}
 

@@ -2,8 +2,9 @@
 
 The `vectors` table is the truth; search reads a cache of it beside the database: a float32 matrix
 (memory-mapped, so a fresh process starts at once and the OS keeps it warm between processes), the ids of
-its rows, and 1-bit codes (per dimension, whether the vector lies above the mean of the first rows cached:
-e5 vectors share a large common direction, so plain signs would be nearly alike for all of them). Each
+its rows, their 8-bit codes (`memex.search.quantized`: the difference to the mean of the first rows cached,
+the center) and 1-bit codes (per dimension, whether the vector lies above the center: e5 vectors share a
+large common direction, so plain signs would be nearly alike for all of them). Each
 search first brings the cache up to date: rows added since its watermark are appended; when many rows
 were deleted (turns rebuilt, mirrors replaced) it is rebuilt. Rows deleted meanwhile are filtered out
 against the table.
@@ -11,10 +12,11 @@ against the table.
 A store this process cannot write (a read-only mount, another user's folder) is searched all the same: an
 up-to-date cache is read as it is, and otherwise the process keeps its own copy of the vectors in memory.
 
-Up to `search_binary_above` rows the search is exact (one matrix product, in parts on a thread per core:
-~40 ms over 1M rows on 2 cores once the OS has the matrix in memory); above it, Hamming distance over the
-1-bit codes picks `search_rerank_candidates` rows that exact cosine re-ranks, reading 48 bytes a row
-instead of 1,536 (bench/search.py measures both). Why not an ANN library: see the README.
+Up to `search_binary_above` rows the search is exact: the 8-bit codes bound every row's cosine (384 bytes
+read a row), and the few hundred rows that may be among the nearest are re-ranked by their float32 cosine,
+which gives the neighbours an exact scan of the float32 matrix gives, at a quarter of the reading. Above
+it, Hamming distance over the 1-bit codes picks `search_rerank_candidates` rows that exact cosine
+re-ranks, reading 48 bytes a row (bench/search.py measures both). Why not an ANN library: see the README.
 """
 
 from __future__ import annotations
@@ -26,14 +28,13 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 import numpy as np
 import orjson
 
-from memex.background import Background
 from memex.config import Config
+from memex.search.quantized import Codes, Estimate, candidates, encode, estimate
 from memex.store.db import is_read_only_error, make_private_folder, open_private
 
 log = logging.getLogger("memex.search")
@@ -42,10 +43,7 @@ log = logging.getLogger("memex.search")
 DEAD_SHARE = 0.2
 MIN_DEAD_ROWS = 1_000
 FETCH_ROWS = 10_000  # rows read from SQLite per step while filling the cache
-# A matrix scanned in parts on threads of their own has at least this many rows per part.
-SCAN_PART_ROWS = 50_000
-MAX_SCAN_THREADS = 4
-CACHE_FILES = ("matrix.f32", "ids.i64", "owners.i64", "bits.u8", "center.f32")
+CACHE_FILES = ("matrix.f32", "ids.i64", "owners.i64", "bits.u8", "center.f32", "codes.i8", "codes.f32")
 
 
 @dataclass
@@ -58,11 +56,11 @@ class Neighbour:
 
 @dataclass
 class Scan:
-    """A query's cosine to every row of a cache, as it was (rows, generation) when scanned."""
+    """A query's estimated cosine to every row of a cache, as it was (rows, generation) when scanned."""
 
     query: np.ndarray
     cache: tuple[int, int]
-    scores: np.ndarray
+    estimate: Estimate
 
 
 class VectorIndex:
@@ -79,6 +77,7 @@ class VectorIndex:
         self._owners: np.ndarray | None = None
         self._bits: np.ndarray | None = None
         self._center: np.ndarray | None = None
+        self._codes: Codes | None = None
         self._loaded: tuple[int, int] | None = None
         self._in_memory = False  # the cache cannot be written here: this process holds its own copy
 
@@ -131,11 +130,14 @@ class VectorIndex:
             if not center_file.exists():  # the first rows of a (re)build set the center for good
                 _write(center_file, matrix.mean(axis=0).astype("<f4").tobytes(), truncate=True)
             center = np.fromfile(center_file, dtype="<f4")
+            codes, bounds = encode(matrix, center)
             for name, array in (
                 ("matrix.f32", matrix),
                 ("ids.i64", ids),
                 ("owners.i64", owners),
                 ("bits.u8", np.packbits(matrix > center, axis=1)),
+                ("codes.i8", codes),
+                ("codes.f32", bounds.astype("<f4")),
             ):
                 _write(self.folder / (name + suffix), np.ascontiguousarray(array).tobytes())
             added += len(batch)
@@ -197,8 +199,11 @@ class VectorIndex:
             self._owners = np.concatenate([self._owners, *(p[2] for p in parts)]).astype(np.int64)
         self.rows = len(self._ids)
         self.max_id = int(self._ids[-1]) if self.rows else 0
+        self._center = (
+            self._matrix.mean(axis=0).astype(np.float32) if self.rows else np.zeros(self.dimension, np.float32)
+        )
+        self._codes = Codes.of(*encode(self._matrix, self._center), self._center)
         if self.rows > self.config.search_binary_above:
-            self._center = self._matrix.mean(axis=0).astype(np.float32)
             self._bits = np.packbits(self._matrix > self._center, axis=1)
         else:
             self._bits = None
@@ -206,7 +211,7 @@ class VectorIndex:
 
     def _sync_files(self, conn: sqlite3.Connection, newest: int) -> None:
         rows, max_id, generation = self._manifest()
-        complete = rows == 0 or (self.folder / "center.f32").exists()
+        complete = rows == 0 or self._files_complete(rows)
         if newest <= max_id and complete:  # nothing added (rows deleted meanwhile are filtered out at search time)
             self.rows, self.max_id, self.generation = rows, max_id, generation
             return
@@ -218,7 +223,7 @@ class VectorIndex:
                 "SELECT count(*) FROM vectors WHERE model_name = ? AND level = ? AND id <= ?",
                 (self.config.embed_model, self.level, max_id),
             ).fetchone()[0]
-            complete = on_disk == rows and (self.folder / "center.f32").exists()
+            complete = on_disk == rows and self._files_complete(rows)
             if rows == 0 or not complete or self._too_many_dead(rows - kept, rows):
                 for name in CACHE_FILES:
                     (self.folder / (name + ".new")).unlink(missing_ok=True)
@@ -236,6 +241,15 @@ class VectorIndex:
             self._save_manifest(rows, max_id, generation)
         self.rows, self.max_id, self.generation = rows, max_id, generation
 
+    def _files_complete(self, rows: int) -> bool:
+        """True when the center and the 8-bit codes of `rows` rows are there: a cache written before the codes
+        existed (or appended to by such a version of memex) is rebuilt."""
+        sizes = {"center.f32": 1, "codes.i8": rows * self.dimension, "codes.f32": rows * 12}
+        try:
+            return all((self.folder / name).stat().st_size >= size for name, size in sizes.items())
+        except FileNotFoundError:
+            return False
+
     def _load(self) -> None:
         if self._loaded == (self.rows, self.generation) or self._in_memory:
             return
@@ -243,6 +257,8 @@ class VectorIndex:
             self._matrix = np.zeros((0, self.dimension), dtype=np.float32)
             self._ids = self._owners = np.zeros(0, dtype=np.int64)
             self._bits = np.zeros((0, (self.dimension + 7) // 8), dtype=np.uint8)
+            self._center = np.zeros(self.dimension, dtype=np.float32)
+            self._codes = Codes.of(np.zeros((0, self.dimension), np.int8), np.zeros((0, 3), np.float32), self._center)
         else:
             with self._lock(exclusive=False):
                 self._matrix = np.memmap(
@@ -251,6 +267,11 @@ class VectorIndex:
                 self._ids = np.fromfile(self.folder / "ids.i64", dtype=np.int64, count=self.rows)
                 self._owners = np.fromfile(self.folder / "owners.i64", dtype=np.int64, count=self.rows)
                 self._center = np.fromfile(self.folder / "center.f32", dtype="<f4")
+                self._codes = Codes.of(
+                    np.memmap(self.folder / "codes.i8", dtype=np.int8, mode="r", shape=(self.rows, self.dimension)),
+                    np.fromfile(self.folder / "codes.f32", dtype="<f4", count=self.rows * 3).reshape(self.rows, 3),
+                    self._center,
+                )
                 self._bits = (
                     np.fromfile(
                         self.folder / "bits.u8", dtype=np.uint8, count=self.rows * (self.dimension + 7) // 8
@@ -268,10 +289,10 @@ class VectorIndex:
         self._load()
 
     def scanned(self, query: np.ndarray) -> Scan:
-        """Every row's cosine to `query`, as the cache is now (`prepare` first): a search given it need not
-        scan again. Reads nothing but the matrix, so another thread may run it meanwhile."""
-        assert self._matrix is not None and self._loaded is not None
-        return Scan(query, self._loaded, scan(self._matrix, query))
+        """Every row's estimated cosine to `query`, as the cache is now (`prepare` first): a search given it
+        need not scan again. Reads nothing but the codes, so another thread may run it meanwhile."""
+        assert self._codes is not None and self._loaded is not None
+        return Scan(query, self._loaded, estimate(self._codes, query))
 
     def search(
         self,
@@ -285,8 +306,7 @@ class VectorIndex:
         """The `k` owners nearest to `query` (a unit vector), best first; only `allowed` owners if given.
 
         `verify=False` skips checking that each row still exists (for a caller that checks its owners).
-        `scanned`: this query's exact scan, made beforehand (used when the search is exact and unfiltered,
-        and the cache has not changed since).
+        `scanned`: this query's scan of the codes, made beforehand (used when the cache has not changed since).
         """
         self.prepare(conn)
         assert self._matrix is not None and self._ids is not None and self._owners is not None
@@ -298,13 +318,12 @@ class VectorIndex:
         wanted = k * 2  # room for rows deleted since the cache was written, and owners seen twice
         if self._bits is not None and (mask is None or mask.sum() > self.config.search_binary_above):
             positions = self._binary_candidates(query, max(wanted, self.config.search_rerank_candidates), mask)
-            scores = self._matrix[positions] @ query
-        elif mask is None and scanned is not None and scanned.cache == self._loaded and scanned.query is query:
-            scores, positions = scanned.scores, np.arange(self.rows)
         else:
-            selected = np.flatnonzero(mask) if mask is not None else None
-            scores = scan(self._matrix[selected] if selected is not None else self._matrix, query)
-            positions = selected if selected is not None else np.arange(self.rows)
+            assert self._codes is not None
+            fresh = scanned is not None and scanned.cache == self._loaded and scanned.query is query
+            found = scanned.estimate if scanned is not None and fresh else None
+            positions = candidates(self._codes, query, wanted, mask, found)
+        scores = self._matrix[positions] @ query
         top = min(wanted, len(scores))
         best = np.argpartition(-scores, top - 1)[:top]
         best = best[np.argsort(-scores[best])]
@@ -349,28 +368,6 @@ class VectorIndex:
                 if len(found) == k:
                     break
         return [Neighbour(owner, score) for owner, score in found.items()]
-
-
-def scan(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """`matrix @ query`; past SCAN_PART_ROWS rows, in parts on threads of their own (one per core, at most
-    MAX_SCAN_THREADS). numpy releases the GIL, so the parts run at once: a product over a large matrix is
-    bound by reading memory (and, in a new process, by mapping the file's pages), which one core alone
-    does not saturate. numpy's BLAS did so with a team of threads that then spun, idle, on the cores
-    (memex runs it on one thread); these threads end with their part."""
-    parts = min(os.cpu_count() or 1, MAX_SCAN_THREADS, len(matrix) // SCAN_PART_ROWS)
-    if parts <= 1:
-        return matrix @ query
-    bounds = [len(matrix) * i // parts for i in range(parts + 1)]
-    scores = np.empty(len(matrix), dtype=np.result_type(matrix, query))
-
-    def part(i: int) -> None:
-        np.matmul(matrix[bounds[i] : bounds[i + 1]], query, out=scores[bounds[i] : bounds[i + 1]])
-
-    others = [Background(partial(part, i)) for i in range(1, parts)]
-    part(0)
-    for other in others:
-        other.result()
-    return scores
 
 
 def _write(path: os.PathLike[str], data: bytes, truncate: bool = False) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 from memex.mirrors.build import redact_mirror
 from memex.mirrors.model import mirror_from_row
 from memex.mirrors.search import excerpt, message_context
-from memex.redact import redact, redact_slice
+from memex.redact import redact, redact_slice, secret_spans
 from memex.search.highlight import spans_json
 from memex.search.scoped import excerpt_of
 from memex.store.queries import mirror_row, tool_output_text
@@ -37,18 +37,19 @@ def redacted_hit(conn: sqlite3.Connection, hit: dict[str, Any], query: str) -> d
     for name in _WHOLE_FIELDS:
         if isinstance(clean.get(name), str):
             clean[name] = redact(clean[name])[0]
-    if "spans" in clean:  # redaction moved the text the spans point into
-        clean["spans"] = spans_json(clean.get("matched_chunk") or "", query)
+    if "spans" in clean and clean.get("matched_chunk") != hit.get("matched_chunk"):
+        clean["spans"] = spans_json(clean.get("matched_chunk") or "", query)  # redaction moved the text
     return clean
 
 
 def _turn_pieces(hit: dict[str, Any], query: str) -> None:
     full = hit.get("full_text") or ""
     chunk = hit.get("matched_chunk") or ""
-    redacted_full = redact(full)[0]
+    secrets = secret_spans(full)  # found once for the whole text and its chunk
+    redacted_full = redact_slice(full, 0, len(full), secrets)[0]
     at = full.find(chunk) if chunk else -1
     if at >= 0:  # a chunk: a slice of the turn's text
-        hit["matched_chunk"] = redact_slice(full, at, at + len(chunk))[0]
+        hit["matched_chunk"] = redact_slice(full, at, at + len(chunk), secrets)[0]
     else:  # an excerpt (whitespace folded), or a chunk no longer in the text: cut again from the clean text
         hit["matched_chunk"] = excerpt(redacted_full, query)
     hit["full_text"] = redacted_full
