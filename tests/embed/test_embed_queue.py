@@ -19,7 +19,7 @@ import pytest
 from corpus import SLAY
 from memex.config import Config, load_config
 from memex.embed.model import load_embedder
-from memex.embed.texts import MAX_RUN_CHARS, bound_text, turn_embed_text
+from memex.embed.texts import MAX_RUN_CHARS, bound_text, embed_texts, text_hash, turn_embed_text
 from memex.embed.worker import EmbedBusy, drain, pending_count, retry_errors, worker_lock
 from memex.ingest.indexer import discover, index_transcripts
 from memex.store.db import connect, transaction
@@ -164,6 +164,31 @@ def test_a_version_bump_re_embeds_lazily_while_search_keeps_working(
     assert _counts(conn, "SELECT model_version, count(*) FROM vectors GROUP BY model_version") == {
         bumped.model_version: before
     }
+
+
+def test_a_version_bump_computes_only_the_texts_it_changed(config, conn, projects: Path) -> None:
+    _index(conn, config, projects)
+    with worker_lock(config.home):
+        drain(conn, config)
+    old = {
+        (r[0], r[1]): (r[2], r[3]) for r in conn.execute("SELECT level, owner_id, text_hash, embedding FROM vectors")
+    }
+    bumped = load_config({**os.environ, "MEMEX_EMBED_TURN_MAX_CHARS": "500"})  # long turns read less
+    assert bumped.model_version != config.model_version
+    new_texts = {
+        (level, owner): text_hash(text)
+        for level in ("turn", "chunk", "session")
+        for owner, text in embed_texts(conn, level, [o for lv, o in old if lv == level], bumped).items()
+    }
+    changed = set(new_texts.values()) - {digest for digest, _ in old.values()}
+    assert changed and len(changed) < len(set(new_texts.values()))  # some texts changed, others did not
+    with worker_lock(config.home):
+        report = drain(conn, bumped)
+    assert report.embedded == len(changed)  # each changed text once; every other vector was reused
+    for level, owner, digest, vector in conn.execute("SELECT level, owner_id, text_hash, embedding FROM vectors"):
+        assert digest == new_texts[(level, owner)]
+        if digest == old[(level, owner)][0]:
+            assert vector == old[(level, owner)][1]
 
 
 class FlakyEmbedder:

@@ -171,8 +171,9 @@ def drain(
         texts = {owner: text for owner, text in texts.items() if has_meaning(text)}  # the others get no vector
         hashes = {owner: text_hash(text) for owner, text in texts.items()}
         # A text embedded before (by this owner, or another with the same text) keeps its vector.
-        # An identical text is not embedded twice (a turn's only chunk, a repeated message).
-        known = queue.vectors_by_hash(conn, list(set(hashes.values())), config.model_version)
+        # An identical text is not embedded twice (a turn's only chunk, a repeated message), nor again
+        # after a version bump that left it as it was (only the texts a new recipe changed are computed).
+        known = queue.vectors_by_hash(conn, list(set(hashes.values())), config.embed_model)
         results: dict[int, tuple[object | None, str | None]] = {}
         todo = []
         for job in (j for j in jobs if j["owner_id"] in texts):
