@@ -17,8 +17,10 @@ from memex.errors import ConfigError
 
 DEFAULT_HOME = Path("~/.local/share/memex")
 # Version of the recipes that turn chunks, turns and sessions into the texts that get embedded
-# (memex.embed.texts). Bump it when a recipe changes: every vector is then re-embedded lazily.
-EMBED_TEXT_VERSION = 1
+# (memex.embed.texts) or pool them (memex.embed.pooled). Bump it when a recipe changes: every vector is
+# then re-embedded lazily, and only the texts the change altered are computed (the others keep their vector).
+# 2: a session indexed here is the mean of its turns' vectors.
+EMBED_TEXT_VERSION = 2
 # Version of the recipe that turns a file path into the text its resource vector is computed from, and of
 # the rules saying which mentions count (memex.related.resources). Bump it when either changes:
 # every path is then re-embedded, and every centroid recomputed, lazily on the next `memex find-related`.

@@ -81,7 +81,7 @@ def report_dict(report: DrainReport, waiting: int) -> dict[str, object]:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_obj
 def embed_command(app: App, max_jobs: int | None, retry_errors: bool, quiet: bool, as_json: bool) -> None:
-    """Compute the vectors semantic search needs (sessions first, then turns, then chunks).
+    """Compute the vectors semantic search needs (turns first, then sessions, then chunks).
 
     `memex index` does this at its end; run it alone to resume an interrupted run. Safe to stop at any
     moment: the next run continues where this one stopped.

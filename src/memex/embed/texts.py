@@ -23,7 +23,6 @@ from memex.config import Config
 from memex.embed.worth import language_lines
 from memex.textutil import estimate_tokens
 
-LEVELS = ("session", "turn", "chunk")  # coarse to fine; also the order the worker drains them in
 # A run without whitespace longer than this (base64, a minified line, a hash) keeps only its start.
 MAX_RUN_CHARS = 48
 _LONG_RUN = re.compile(rf"\S{{{MAX_RUN_CHARS + 1},}}")
