@@ -129,7 +129,7 @@ def _by_group(rows: list[tuple[str, str, str]], model: E5) -> dict[tuple[str, st
     groups: dict[tuple[str, str], tuple[int, int]] = {}
     for level, category, text in rows:
         count, tokens = groups.get((level, category), (0, 0))
-        groups[(level, category)] = (count + 1, tokens + model.token_count(text))
+        groups[(level, category)] = (count + 1, tokens + (model.token_count(text) if text else 0))
     return groups
 
 

@@ -132,9 +132,10 @@ class EmbedSettings:
     # state `error` (shown by `memex stats`; `memex embed --retry-errors` tries again).
     embed_max_attempts: int = 4
     embed_retry_base_seconds: int = 30
-    # What a turn's vector reads: the prompt, the start of the answer and the tool summary, cut to this
-    # many characters (~300 tokens: e5's cost grows with length, and a turn's gist is in its start).
-    embed_turn_max_chars: int = 1_200
+    # What a turn's vector reads: the prompt, the start and the end of the answer and the tool summary, cut
+    # to this many characters (~160 tokens: e5's cost grows with length, a turn's gist is in its start, and
+    # chunk vectors read the rest of a long turn's language). 1,200 cost 17% more tokens for no recall.
+    embed_turn_max_chars: int = 650
     # A session's vector reads an extractive summary of at most this many characters (~200 tokens).
     embed_session_max_chars: int = 900
     # A chunk's vector reads at most this many characters (a chunk is ~384 tokens ≈ 1,500 characters of
