@@ -349,6 +349,7 @@ def test_embed_command_and_stats(run, projects: Path) -> None:
     assert '"pending"' in stats.stdout
     result = run("embed", "--json")
     assert result.exit_code == 0 and '"queued": 0' in result.stdout
+    assert '"pooled": 2' in result.stdout  # the two sessions: their turns' vectors, no model call
     assert '"done"' in run("stats", "--json").stdout
 
 
