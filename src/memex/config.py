@@ -17,9 +17,9 @@ from memex.errors import ConfigError
 
 DEFAULT_HOME = Path("~/.local/share/memex")
 # Version of the recipes that turn chunks, turns and sessions into the texts that get embedded
-# (memex.embed.texts) or pool them (memex.embed.pooled). Bump it when a recipe changes: every vector is
-# then re-embedded lazily, and only the texts the change altered are computed (the others keep their vector).
-# 2: a session indexed here is the mean of its turns' vectors.
+# (memex.embed.texts), or take a vector from others (memex.embed.central). Bump it when a recipe changes:
+# every vector is then re-embedded lazily, and only the texts the change altered are computed.
+# 2: a session indexed here takes its most central turn's vector.
 EMBED_TEXT_VERSION = 2
 # Version of the recipe that turns a file path into the text its resource vector is computed from, and of
 # the rules saying which mentions count (memex.related.resources). Bump it when either changes:

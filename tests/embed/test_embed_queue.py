@@ -72,8 +72,8 @@ def test_drain_gives_every_level_its_vectors_on_a_real_transcript(conn, config, 
         for level, owner in (("chunk", single[0]), ("turn", single[1]))
     )
     assert chunk_vector == turn_vector
-    assert report.reused >= 1 and report.pooled == 1  # the session: the mean of its turns' vectors
-    assert sum(report.by_level.values()) + report.reused + report.pooled == sum(vectors.values())
+    assert report.reused >= 1 and report.from_turns == 1  # the session: its most central turn's vector
+    assert sum(report.by_level.values()) + report.reused + report.from_turns == sum(vectors.values())
     row = conn.execute("SELECT model_name, model_version, embedding FROM vectors LIMIT 1").fetchone()
     assert (row[0], row[1]) == (config.embed_model, config.model_version)
     vector = np.frombuffer(row[2], dtype="<f4")
@@ -119,10 +119,11 @@ class CountingEmbedder:
         return self._model.embed_queries(texts)
 
 
-def test_a_local_session_vector_is_pooled_from_its_turns_without_the_model(conn, config, tmp_path: Path) -> None:
+def test_a_local_session_takes_its_most_central_turns_vector_without_the_model(conn, config, tmp_path: Path) -> None:
     session = ClaudeSession(tmp_path / "p" / "-home-dev-shop" / "s1.jsonl", "s1")
     simple_turn(session, "The checkout total ignores the discount code", "Fixed: apply_discount ran after tax.")
-    simple_turn(session, "now add a test for it", "Added test_discount_before_tax in tests/test_cart.py.")
+    simple_turn(session, "Does the discount apply before tax now?", "Yes: the cart applies the discount, then tax.")
+    simple_turn(session, "Unrelated: what time is the standup tomorrow?", "It is at 9:30 in the small room.")
     session.write()
     _index(conn, config, session.path.parent)
     remote = store_received_mirror(
@@ -133,20 +134,20 @@ def test_a_local_session_vector_is_pooled_from_its_turns_without_the_model(conn,
         report = drain(conn, config, embedder=embedder)
     local = conn.execute("SELECT id FROM mirrors WHERE computer = ?", (config.computer,)).fetchone()[0]
     turns = [
-        np.frombuffer(r[0], dtype="<f4")
-        for r in conn.execute("SELECT embedding FROM vectors WHERE level = 'turn' ORDER BY owner_id")
+        (r[0], np.frombuffer(r[1], dtype="<f4"))
+        for r in conn.execute("SELECT text_hash, embedding FROM vectors WHERE level = 'turn' ORDER BY owner_id")
     ]
-    mean = np.mean(turns, axis=0)
-    pooled = np.frombuffer(
-        conn.execute("SELECT embedding FROM vectors WHERE level = 'session' AND owner_id = ?", (local,)).fetchone()[0],
-        dtype="<f4",
-    )
-    assert len(turns) == 2 and np.allclose(pooled, mean / np.linalg.norm(mean), atol=1e-6)
-    assert report.pooled == 1 and report.by_level["session"] == 1  # the other computer's session was embedded
-    summaries = {session_summary(conn, mirror, config) for mirror in (local, remote)}
+    matrix = np.stack([vector for _, vector in turns])
+    central = int(np.argmax(matrix @ matrix.mean(axis=0)))
+    digest, blob = conn.execute(
+        "SELECT text_hash, embedding FROM vectors WHERE level = 'session' AND owner_id = ?", (local,)
+    ).fetchone()
+    assert len(turns) == 3 and central != 2  # the off-topic turn is not the session's gist
+    assert digest == turns[central][0] and np.array_equal(np.frombuffer(blob, dtype="<f4"), turns[central][1])
+    assert report.from_turns == 1 and report.by_level["session"] == 1  # the other computer's session was embedded
     assert session_summary(conn, remote, config) in embedder.passages
-    assert not summaries - {session_summary(conn, remote, config)} & set(embedder.passages)
-    assert len(embedder.passages) == 2 + 1  # two turns and the remote summary: nothing else ran the model
+    assert session_summary(conn, local, config) not in embedder.passages
+    assert len(embedder.passages) == 3 + 1  # three turns and the remote summary: nothing else ran the model
 
 
 def test_kill_9_mid_drain_then_rerun_stores_each_vector_once(home: Path, tmp_path: Path) -> None:
@@ -239,7 +240,7 @@ def test_a_version_bump_computes_only_the_texts_it_changed(config, conn, tmp_pat
     with worker_lock(config.home):
         report = drain(conn, bumped)
     assert report.embedded == len(changed)  # each changed text once; every other vector was reused
-    assert report.pooled == conn.execute("SELECT count(*) FROM mirrors").fetchone()[0]
+    assert report.from_turns == conn.execute("SELECT count(*) FROM mirrors").fetchone()[0]
     rows = conn.execute("SELECT level, owner_id, text_hash, embedding FROM vectors WHERE level != 'session'")
     for level, owner, digest, vector in rows:
         assert digest == new_texts[(level, owner)]
@@ -349,7 +350,7 @@ def test_embed_command_and_stats(run, projects: Path) -> None:
     assert '"pending"' in stats.stdout
     result = run("embed", "--json")
     assert result.exit_code == 0 and '"queued": 0' in result.stdout
-    assert '"pooled": 2' in result.stdout  # the two sessions: their turns' vectors, no model call
+    assert '"from_turns": 2' in result.stdout  # the two sessions: a turn's vector each, no model call
     assert '"done"' in run("stats", "--json").stdout
 
 

@@ -1,8 +1,8 @@
 """The embedding worker: drains the `embed_jobs` queue in batches, durably and resumably.
 
 Ingest only enqueues (triggers add a pending job for every new chunk, turn and changed mirror). The
-worker takes pending jobs turns first, then sessions (a session indexed here gets the mean of its turns'
-vectors, `pooled`, so its turns come before it), then chunks; newest first within a level, so a long
+worker takes pending jobs turns first, then sessions (a session indexed here gets its most central turn's
+vector, `central`, so its turns come before it), then chunks; newest first within a level, so a long
 backfill is useful early. It embeds a batch outside any transaction, then stores its
 vectors and marks its jobs done in one transaction: killed at any moment, the next run redoes at most
 one batch, and the vectors' unique key means nothing is stored twice. A job that fails is retried with
@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from memex.config import Config
+from memex.embed.central import central_turn_vectors
 from memex.embed.lock import EmbedBusy, worker_lock  # noqa: F401 (the worker's lock, imported from here)
 from memex.embed.model import Embedder, load_embedder
-from memex.embed.pooled import pooled_session_vectors
 from memex.embed.summarizer import llm_summaries
 from memex.embed.texts import embed_texts, text_hash
 from memex.embed.worth import has_meaning
@@ -31,7 +31,7 @@ from memex.store.db import transaction
 # first: an idle laptop embeds `embed_batch_size` (16) texts in about 2.5 s, a busy one took 20 s, and an
 # interrupted or killed worker loses the batch in hand.
 BATCH_SECONDS = 2.0
-# The order the worker drains the levels in: a session indexed here is pooled from its turns' vectors.
+# The order the worker drains the levels in: a session indexed here takes its vector from its turns'.
 DRAIN_ORDER = ("turn", "session", "chunk")
 
 
@@ -41,7 +41,7 @@ class DrainReport:
 
     embedded: int = 0
     reused: int = 0  # jobs whose text already had its vector (nothing to compute)
-    pooled: int = 0  # sessions whose vector is the mean of their turns' (nothing to compute)
+    from_turns: int = 0  # sessions whose vector is their most central turn's (nothing to compute)
     failed: int = 0
     seconds: float = 0.0
     by_level: dict[str, int] = field(default_factory=dict)
@@ -172,9 +172,9 @@ def drain(
         taken += len(jobs)
         level = jobs[0]["level"]
         owners = [j["owner_id"] for j in jobs]
-        pools = level == "session" and not config.summary_llm_url  # an LLM's summary is read, not pooled
-        pooled = pooled_session_vectors(conn, owners, config) if pools else {}
-        texts = embed_texts(conn, level, [owner for owner in owners if owner not in pooled], config)
+        from_turns = level == "session" and not config.summary_llm_url  # an LLM's summary is read instead
+        central = central_turn_vectors(conn, owners, config) if from_turns else {}
+        texts = embed_texts(conn, level, [owner for owner in owners if owner not in central], config)
         texts = {owner: text for owner, text in texts.items() if has_meaning(text)}  # the others get no vector
         hashes = {owner: text_hash(text) for owner, text in texts.items()}
         # A text embedded before (by this owner, or another with the same text) keeps its vector.
@@ -183,10 +183,10 @@ def drain(
         known = queue.vectors_by_hash(conn, list(set(hashes.values())), config.embed_model)
         results: dict[int, tuple[object | None, str | None]] = {}
         todo = []
-        for job in (j for j in jobs if j["owner_id"] in pooled):
-            hashes[job["owner_id"]], mean = pooled[job["owner_id"]]
-            results[job["id"]] = (mean, None)
-            report.pooled += 1
+        for job in (j for j in jobs if j["owner_id"] in central):
+            hashes[job["owner_id"]], turns_vector = central[job["owner_id"]]
+            results[job["id"]] = (turns_vector, None)
+            report.from_turns += 1
         for job in (j for j in jobs if j["owner_id"] in texts):
             if hashes[job["owner_id"]] in known:
                 results[job["id"]] = (known[hashes[job["owner_id"]]], None)
