@@ -228,7 +228,7 @@ def test_a_version_bump_computes_only_the_texts_it_changed(config, conn, tmp_pat
         (r[0], r[1]): (r[2], r[3])
         for r in conn.execute("SELECT level, owner_id, text_hash, embedding FROM vectors WHERE level != 'session'")
     }
-    bumped = load_config({**os.environ, "MEMEX_EMBED_TURN_MAX_CHARS": "800"})  # the long turn reads less
+    bumped = load_config({**os.environ, "MEMEX_EMBED_TURN_MAX_CHARS": "500"})  # the long turn reads less
     assert bumped.model_version != config.model_version
     new_texts = {
         (level, owner): text_hash(text)
