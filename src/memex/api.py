@@ -214,7 +214,7 @@ class Memex:
         on_start: Callable[[int], None] | None = None,
         on_batch: Callable[[DrainReport, int], None] | None = None,
     ) -> DrainReport:
-        """Compute the vectors semantic search needs (sessions first, then turns, then chunks), up to
+        """Compute the vectors semantic search needs (turns first, then sessions, then chunks), up to
         `max_jobs`; `on_start(jobs)` is told how many will be done, `on_batch` after each stored batch.
         EmbedBusy when another worker runs, EmbedderUnavailable without a model; resumable at any moment."""
         from memex.embed.worker import drain, pending_count, requeue_stale, worker_lock

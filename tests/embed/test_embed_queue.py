@@ -19,10 +19,11 @@ import pytest
 from corpus import SLAY
 from memex.config import Config, load_config
 from memex.embed.model import load_embedder
-from memex.embed.texts import MAX_RUN_CHARS, bound_text, turn_embed_text
+from memex.embed.texts import MAX_RUN_CHARS, bound_text, embed_texts, session_summary, text_hash, turn_embed_text
 from memex.embed.worker import EmbedBusy, drain, pending_count, retry_errors, worker_lock
 from memex.ingest.indexer import discover, index_transcripts
 from memex.store.db import connect, transaction
+from mirrortools import store_received_mirror
 from transcripts import ClaudeSession, simple_turn
 
 pytestmark = [pytest.mark.model, pytest.mark.subprocess]
@@ -71,7 +72,8 @@ def test_drain_gives_every_level_its_vectors_on_a_real_transcript(conn, config, 
         for level, owner in (("chunk", single[0]), ("turn", single[1]))
     )
     assert chunk_vector == turn_vector
-    assert report.reused >= 1 and sum(report.by_level.values()) + report.reused == sum(vectors.values())
+    assert report.reused >= 1 and report.from_turns == 1  # the session: its most central turn's vector
+    assert sum(report.by_level.values()) + report.reused + report.from_turns == sum(vectors.values())
     row = conn.execute("SELECT model_name, model_version, embedding FROM vectors LIMIT 1").fetchone()
     assert (row[0], row[1]) == (config.embed_model, config.model_version)
     vector = np.frombuffer(row[2], dtype="<f4")
@@ -99,6 +101,53 @@ def test_session_vector_reads_the_extractive_summary(conn, config, tmp_path: Pat
     assert "Outcome: Added test_discount_before_tax" in summary
     assert "Files: cart.py" in summary and "Pull requests: #42 (dev/shop)" in summary
     assert len(summary) <= config.embed_session_max_chars
+
+
+class CountingEmbedder:
+    """The real model, keeping every passage it was asked to embed."""
+
+    def __init__(self, config: Config) -> None:
+        self._model = load_embedder(config)
+        self.name, self.dimension, self.model_version = self._model.name, self._model.dimension, config.model_version
+        self.passages: list[str] = []
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        self.passages += texts
+        return self._model.embed_passages(texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._model.embed_queries(texts)
+
+
+def test_a_local_session_takes_its_most_central_turns_vector_without_the_model(conn, config, tmp_path: Path) -> None:
+    session = ClaudeSession(tmp_path / "p" / "-home-dev-shop" / "s1.jsonl", "s1")
+    simple_turn(session, "The checkout total ignores the discount code", "Fixed: apply_discount ran after tax.")
+    simple_turn(session, "Does the discount apply before tax now?", "Yes: the cart applies the discount, then tax.")
+    simple_turn(session, "Unrelated: what time is the standup tomorrow?", "It is at 9:30 in the small room.")
+    session.write()
+    _index(conn, config, session.path.parent)
+    remote = store_received_mirror(
+        conn, "remote-1", "laptop", "/home/ana/kitchen", "Proofing timer", "the timer fires early", "Raised it to 90."
+    )
+    embedder = CountingEmbedder(config)
+    with worker_lock(config.home):
+        report = drain(conn, config, embedder=embedder)
+    local = conn.execute("SELECT id FROM mirrors WHERE computer = ?", (config.computer,)).fetchone()[0]
+    turns = [
+        (r[0], np.frombuffer(r[1], dtype="<f4"))
+        for r in conn.execute("SELECT text_hash, embedding FROM vectors WHERE level = 'turn' ORDER BY owner_id")
+    ]
+    matrix = np.stack([vector for _, vector in turns])
+    central = int(np.argmax(matrix @ matrix.mean(axis=0)))
+    digest, blob = conn.execute(
+        "SELECT text_hash, embedding FROM vectors WHERE level = 'session' AND owner_id = ?", (local,)
+    ).fetchone()
+    assert len(turns) == 3 and central != 2  # the off-topic turn is not the session's gist
+    assert digest == turns[central][0] and np.array_equal(np.frombuffer(blob, dtype="<f4"), turns[central][1])
+    assert report.from_turns == 1 and report.by_level["session"] == 1  # the other computer's session was embedded
+    assert session_summary(conn, remote, config) in embedder.passages
+    assert session_summary(conn, local, config) not in embedder.passages
+    assert len(embedder.passages) == 3 + 1  # three turns and the remote summary: nothing else ran the model
 
 
 def test_kill_9_mid_drain_then_rerun_stores_each_vector_once(home: Path, tmp_path: Path) -> None:
@@ -164,6 +213,39 @@ def test_a_version_bump_re_embeds_lazily_while_search_keeps_working(
     assert _counts(conn, "SELECT model_version, count(*) FROM vectors GROUP BY model_version") == {
         bumped.model_version: before
     }
+
+
+def test_a_version_bump_computes_only_the_texts_it_changed(config, conn, tmp_path: Path) -> None:
+    session = ClaudeSession(tmp_path / "p" / "-home-dev-shop" / "s1.jsonl", "s1")
+    simple_turn(session, "Why does the checkout total ignore the discount code?", "apply_discount ran after tax.")
+    long_answer = " ".join(f"Step {i}: the cart reads price rule {i} before it rounds the total." for i in range(60))
+    simple_turn(session, "Walk me through the whole pricing pipeline", long_answer)
+    session.write()
+    _index(conn, config, session.path.parent)
+    with worker_lock(config.home):
+        drain(conn, config)
+    old = {
+        (r[0], r[1]): (r[2], r[3])
+        for r in conn.execute("SELECT level, owner_id, text_hash, embedding FROM vectors WHERE level != 'session'")
+    }
+    bumped = load_config({**os.environ, "MEMEX_EMBED_TURN_MAX_CHARS": "500"})  # the long turn reads less
+    assert bumped.model_version != config.model_version
+    new_texts = {
+        (level, owner): text_hash(text)
+        for level in ("turn", "chunk")
+        for owner, text in embed_texts(conn, level, [o for lv, o in old if lv == level], bumped).items()
+    }
+    changed = set(new_texts.values()) - {digest for digest, _ in old.values()}
+    assert changed and len(changed) < len(set(new_texts.values()))  # some texts changed, others did not
+    with worker_lock(config.home):
+        report = drain(conn, bumped)
+    assert report.embedded == len(changed)  # each changed text once; every other vector was reused
+    assert report.from_turns == conn.execute("SELECT count(*) FROM mirrors").fetchone()[0]
+    rows = conn.execute("SELECT level, owner_id, text_hash, embedding FROM vectors WHERE level != 'session'")
+    for level, owner, digest, vector in rows:
+        assert digest == new_texts[(level, owner)]
+        if digest == old[(level, owner)][0]:
+            assert vector == old[(level, owner)][1]
 
 
 class FlakyEmbedder:
@@ -268,6 +350,7 @@ def test_embed_command_and_stats(run, projects: Path) -> None:
     assert '"pending"' in stats.stdout
     result = run("embed", "--json")
     assert result.exit_code == 0 and '"queued": 0' in result.stdout
+    assert '"from_turns": 2' in result.stdout  # the two sessions: a turn's vector each, no model call
     assert '"done"' in run("stats", "--json").stdout
 
 

@@ -5,10 +5,12 @@ words still find all of it."""
 
 from __future__ import annotations
 
+import os
 import re
 from itertools import pairwise
 from pathlib import Path
 
+from memex.config import load_config
 from memex.embed.texts import CHUNK_BUDGET, UNBOUNDED, chunk_unread_texts, embed_texts, turn_embed_text
 from memex.embed.worker import drain, pending_count, worker_lock
 from memex.embed.worth import has_meaning, is_language, language_lines
@@ -45,7 +47,8 @@ def test_a_turn_of_filler_gets_no_vector_and_leaves_no_job(conn, config, tmp_pat
     assert not {"ok", "thanks"} & {(prompt or "").strip() for prompt in embedded}
 
 
-def test_a_chunk_held_by_its_turns_text_reads_as_the_turn(conn, config, tmp_path: Path) -> None:
+def test_a_chunk_held_by_its_turns_text_reads_as_the_turn(conn, tmp_path: Path) -> None:
+    config = load_config({**os.environ, "MEMEX_EMBED_TURN_MAX_CHARS": "1200"})  # a turn that holds 3 chunks
     root = tmp_path / "projects" / "-home-dev-shop"
     session = ClaudeSession(root / "bbbb0000-1111-2222-3333-444444444444.jsonl", "bbbb0000-1111-2222-3333-444444444444")
     # Many short tokens (punctuation counts): several chunks, yet a text short enough for the turn to hold.
@@ -138,7 +141,8 @@ def test_a_long_turn_has_a_bounded_number_of_chunk_vectors_reading_its_language(
     assert language_lines("a = 1\nThe export runs nightly at two.\n}") == "The export runs nightly at two."
 
 
-def test_a_chunk_vector_reads_only_what_no_other_vector_of_its_turn_reads(conn, config, tmp_path: Path) -> None:
+def test_a_chunk_vector_reads_only_what_no_other_vector_of_its_turn_reads(conn, tmp_path: Path) -> None:
+    config = load_config({**os.environ, "MEMEX_EMBED_TURN_MAX_CHARS": "1200"})  # its ends cut between words
     body = " ".join(f"Step {i} moves widget{i} to the staging shelf." for i in range(200))
     session_id = "cccc0000-1111-2222-3333-444444444444"
     _, full_text, tool_summary, chunks = _one_turn(conn, config, tmp_path, session_id, body)

@@ -206,7 +206,7 @@ def test_nothing_of_any_secret_in_what_an_llm_is_asked_to_summarise(alpha: Compu
     conn = connect(config.db_path)
     try:
         with worker_lock(config.home):
-            drain(conn, config, max_jobs=2)  # the two sessions (coarse level first)
+            drain(conn, config, should_stop=lambda: len(Endpoint.bodies) >= 2)  # turns, then the two sessions
     finally:
         conn.close()
     assert len(Endpoint.bodies) == 2

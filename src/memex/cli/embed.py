@@ -54,6 +54,7 @@ def print_report(app: App, report: DrainReport, waiting: int) -> None:
         ("embedded", report.embedded),
         *((f"  {level}", n) for level, n in report.by_level.items()),
         ("already embedded", report.reused),
+        ("sessions taken from their turns", report.from_turns),
         ("failed (will retry)", report.failed),
         ("still queued", waiting),
         ("per second", f"{report.per_second:.1f}"),
@@ -68,6 +69,7 @@ def report_dict(report: DrainReport, waiting: int) -> dict[str, object]:
         "embedded": report.embedded,
         "by_level": report.by_level,
         "reused": report.reused,
+        "from_turns": report.from_turns,
         "failed": report.failed,
         "queued": waiting,
         "seconds": round(report.seconds, 3),
@@ -81,7 +83,7 @@ def report_dict(report: DrainReport, waiting: int) -> dict[str, object]:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_obj
 def embed_command(app: App, max_jobs: int | None, retry_errors: bool, quiet: bool, as_json: bool) -> None:
-    """Compute the vectors semantic search needs (sessions first, then turns, then chunks).
+    """Compute the vectors semantic search needs (turns first, then sessions, then chunks).
 
     `memex index` does this at its end; run it alone to resume an interrupted run. Safe to stop at any
     moment: the next run continues where this one stopped.

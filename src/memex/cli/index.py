@@ -61,7 +61,7 @@ def index_command(
     """Index transcripts: the agents' default folders, or the files and folders given as PATHS.
 
     Re-running reads only what changed; an interrupted run resumes where it stopped. The embedding queue
-    is drained at the end (sessions first), unless --no-embed.
+    is drained at the end (turns first), unless --no-embed.
 
     A file that cannot be read (no permission, not a regular file, a link loop) or parsed is reported
     with its reason and every other file is indexed; a file given as PATH that is no agent's transcript

@@ -23,7 +23,6 @@ from memex.config import Config
 from memex.embed.worth import language_lines
 from memex.textutil import estimate_tokens
 
-LEVELS = ("session", "turn", "chunk")  # coarse to fine; also the order the worker drains them in
 # A run without whitespace longer than this (base64, a minified line, a hash) keeps only its start.
 MAX_RUN_CHARS = 48
 _LONG_RUN = re.compile(rf"\S{{{MAX_RUN_CHARS + 1},}}")
@@ -65,11 +64,16 @@ def chunk_embed_text(content: str, config: Config) -> str:
     return bound_text(content, config.embed_chunk_max_chars)
 
 
+def _ends(text: str, chars: int) -> str:
+    """`text`, or only its first and last `chars` when it is longer than both (cheap to bound, same ends)."""
+    return text if len(text) <= 2 * chars else text[:chars] + "\n" + text[-chars:]
+
+
 def _turn_parts(full_text: str, tool_summary: str, config: Config) -> tuple[str, str]:
     """The conversation part and the tool-summary part a turn's vector is computed from."""
     budget = config.embed_turn_max_chars
     summary = bound_text(tool_summary, budget // 4) if tool_summary else ""
-    return head_and_tail(bound_text(full_text, 8 * budget), budget - len(summary) - 1), summary
+    return head_and_tail(bound_text(_ends(full_text, 8 * budget), 1 << 62), budget - len(summary) - 1), summary
 
 
 def turn_embed_text(full_text: str, tool_summary: str, config: Config) -> str:

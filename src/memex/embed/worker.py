@@ -1,8 +1,9 @@
 """The embedding worker: drains the `embed_jobs` queue in batches, durably and resumably.
 
 Ingest only enqueues (triggers add a pending job for every new chunk, turn and changed mirror). The
-worker takes pending jobs coarse level first (sessions, then turns, then chunks; newest first within a
-level) so a long backfill is useful early, embeds a batch outside any transaction, then stores its
+worker takes pending jobs turns first, then sessions (a session indexed here gets its most central turn's
+vector, `central`, so its turns come before it), then chunks; newest first within a level, so a long
+backfill is useful early. It embeds a batch outside any transaction, then stores its
 vectors and marks its jobs done in one transaction: killed at any moment, the next run redoes at most
 one batch, and the vectors' unique key means nothing is stored twice. A job that fails is retried with
 doubling back-off, then left in state `error` with its message.
@@ -17,10 +18,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from memex.config import Config
+from memex.embed.central import central_turn_vectors
 from memex.embed.lock import EmbedBusy, worker_lock  # noqa: F401 (the worker's lock, imported from here)
 from memex.embed.model import Embedder, load_embedder
 from memex.embed.summarizer import llm_summaries
-from memex.embed.texts import LEVELS, embed_texts, text_hash
+from memex.embed.texts import embed_texts, text_hash
 from memex.embed.worth import has_meaning
 from memex.store import embed_jobs as queue
 from memex.store.db import transaction
@@ -29,6 +31,8 @@ from memex.store.db import transaction
 # first: an idle laptop embeds `embed_batch_size` (16) texts in about 2.5 s, a busy one took 20 s, and an
 # interrupted or killed worker loses the batch in hand.
 BATCH_SECONDS = 2.0
+# The order the worker drains the levels in: a session indexed here takes its vector from its turns'.
+DRAIN_ORDER = ("turn", "session", "chunk")
 
 
 @dataclass
@@ -37,6 +41,7 @@ class DrainReport:
 
     embedded: int = 0
     reused: int = 0  # jobs whose text already had its vector (nothing to compute)
+    from_turns: int = 0  # sessions whose vector is their most central turn's (nothing to compute)
     failed: int = 0
     seconds: float = 0.0
     by_level: dict[str, int] = field(default_factory=dict)
@@ -73,7 +78,7 @@ def pending_count(conn: sqlite3.Connection) -> int:
 
 
 def _next_batch(conn: sqlite3.Connection, size: int, now: str) -> list[sqlite3.Row]:
-    for level in LEVELS:
+    for level in DRAIN_ORDER:
         rows = queue.next_jobs(conn, level, now, size)
         if rows:
             return rows
@@ -103,7 +108,7 @@ def _store_batch(
     conn: sqlite3.Connection,
     config: Config,
     batch: list[sqlite3.Row],
-    texts: dict[int, str],
+    hashes: dict[int, str],
     results: dict[int, tuple[object | None, str | None]],
     now: datetime,
 ) -> None:
@@ -112,15 +117,14 @@ def _store_batch(
     with transaction(conn):
         for job in batch:
             level, owner = job["level"], job["owner_id"]
-            text = texts.get(owner)
-            if text is None:  # the owner is gone, or has nothing to embed
+            digest = hashes.get(owner)
+            if digest is None:  # the owner is gone, or has nothing to embed
                 queue.drop_job(conn, job["id"])
                 continue
             attempts = queue.attempts_of(conn, job["id"])
             if attempts is None:
                 continue  # while it was embedded, its owner was deleted (a rebuilt turn) or changed (a mirror)
             vector, error = results.get(job["id"], (None, None))
-            digest = text_hash(text)
             if vector is not None:
                 model = (config.embed_model, config.model_version)
                 queue.put_vector(conn, level, owner, model, digest, _blob(vector), stamp)
@@ -167,14 +171,22 @@ def drain(
             break
         taken += len(jobs)
         level = jobs[0]["level"]
-        texts = embed_texts(conn, level, [j["owner_id"] for j in jobs], config)
+        owners = [j["owner_id"] for j in jobs]
+        from_turns = level == "session" and not config.summary_llm_url  # an LLM's summary is read instead
+        central = central_turn_vectors(conn, owners, config) if from_turns else {}
+        texts = embed_texts(conn, level, [owner for owner in owners if owner not in central], config)
         texts = {owner: text for owner, text in texts.items() if has_meaning(text)}  # the others get no vector
         hashes = {owner: text_hash(text) for owner, text in texts.items()}
         # A text embedded before (by this owner, or another with the same text) keeps its vector.
-        # An identical text is not embedded twice (a turn's only chunk, a repeated message).
-        known = queue.vectors_by_hash(conn, list(set(hashes.values())), config.model_version)
+        # An identical text is not embedded twice (a turn's only chunk, a repeated message), nor again
+        # after a version bump that left it as it was (only the texts a new recipe changed are computed).
+        known = queue.vectors_by_hash(conn, list(set(hashes.values())), config.embed_model)
         results: dict[int, tuple[object | None, str | None]] = {}
         todo = []
+        for job in (j for j in jobs if j["owner_id"] in central):
+            hashes[job["owner_id"]], turns_vector = central[job["owner_id"]]
+            results[job["id"]] = (turns_vector, None)
+            report.from_turns += 1
         for job in (j for j in jobs if j["owner_id"] in texts):
             if hashes[job["owner_id"]] in known:
                 results[job["id"]] = (known[hashes[job["owner_id"]]], None)
@@ -200,7 +212,7 @@ def drain(
                     report.by_level[level] = report.by_level.get(level, 0) + 1
                 else:
                     report.failed += 1
-        _store_batch(conn, config, jobs, texts, results, _now())
+        _store_batch(conn, config, jobs, hashes, results, _now())
         report.seconds = time.perf_counter() - started
         if on_batch:
             on_batch(report, len(jobs))

@@ -92,13 +92,14 @@ def job_failed(
     )
 
 
-def vectors_by_hash(conn: sqlite3.Connection, hashes: Sequence[str], model_version: str) -> dict[str, bytes]:
-    """Stored vectors (any level, this version) of texts with these hashes."""
+def vectors_by_hash(conn: sqlite3.Connection, hashes: Sequence[str], model_name: str) -> dict[str, bytes]:
+    """Stored vectors (any level, any version of the model `model_name`) of texts with these hashes: the same
+    model gives the same text the same vector, whichever recipe chose that text."""
     if not hashes:
         return {}
     marks = ",".join("?" * len(hashes))
     rows = conn.execute(
-        f"SELECT text_hash, embedding FROM vectors WHERE text_hash IN ({marks}) AND model_version = ?",
-        [*hashes, model_version],
+        f"SELECT text_hash, embedding FROM vectors WHERE text_hash IN ({marks}) AND model_name = ?",
+        [*hashes, model_name],
     )
     return {r[0]: r[1] for r in rows}
