@@ -127,20 +127,18 @@ def word_coverage(
             if stem:
                 found.append(f" {stem}")
 
-    def held(text: str) -> float:
-        haystack = " " + " ".join(term_tokens(text)) + " "
+    def held(haystack: str) -> float:
         return sum(
             weight for phrase, weight in weights.items() if any(mark in haystack for mark in marks.get(phrase, ()))
         )
 
     shares = {}
     for owner, text in texts.items():
-        whole = held(text) / total if total else 0.0
-        paragraphs = [p for p in _PARAGRAPH.split(text) if p.strip()]
-        if len(paragraphs) > 1 and whole > 0:
-            shares[owner] = Coverage(whole, max(held(p) for p in paragraphs) / total)
-        else:
-            shares[owner] = Coverage(whole, whole)
+        # Each paragraph's tokens, read once: the whole text's are theirs joined.
+        paragraphs = [" ".join(term_tokens(p)) for p in _PARAGRAPH.split(text)]
+        whole = held(" " + " ".join(p for p in paragraphs if p) + " ") / total if total else 0.0
+        best = max((held(f" {p} ") for p in paragraphs if p), default=0.0) / total if whole else 0.0
+        shares[owner] = Coverage(whole, best)
     return shares
 
 
