@@ -66,6 +66,10 @@ MAX_STEM_FORMS = 12
 _LATIN_WORD = re.compile(r"[A-Za-z]+")
 # Paragraphs: blank-line separated (a turn's prompt, answer and reaction are paragraphs of their own).
 _PARAGRAPH = re.compile(r"\n\s*\n")
+# The label of a turn's reaction (the user's next message, `ingest.turns.Turn.full_text`): that message is the
+# next turn's own prompt, so it makes no paragraph of this one. On LoCoMo's dev conversations, leaving it out
+# of the best paragraph: hybrid Recall@5 0.731 -> 0.739, MRR 0.587 -> 0.605 (Recall@10 0.817 -> 0.818).
+_REACTION = "User (next): "
 
 
 def _phrase(text: str) -> str:
@@ -106,9 +110,10 @@ def word_coverage(
     conn: sqlite3.Connection, query: str, texts: dict[int, str], rarity: TermRarity | None = None
 ) -> dict[int, Coverage]:
     """For each text, the share of the query's words it holds, each word weighted by its rarity (BM25's
-    idf; a word the store never saw weighs most), in all and in its best paragraph (blank-line separated)
-    alone. Stopwords count only when the query has nothing else; an English word counts when any of its
-    forms is there (as the stemmed any-word search finds it, irregular verbs included)."""
+    idf; a word the store never saw weighs most), in all and in its best paragraph (blank-line separated;
+    a turn's reaction is the next turn's) alone. Stopwords count only when the query has nothing else; an
+    English word counts when any of its forms is there (as the stemmed any-word search finds it, irregular
+    verbs included)."""
     words = [w for w in _words(query) if w.lower() not in STOPWORDS] or _words(query)
     rarity = rarity or TermRarity.of(conn)
     weights: dict[str, float] = {}
@@ -135,9 +140,11 @@ def word_coverage(
     shares = {}
     for owner, text in texts.items():
         # Each paragraph's tokens, read once: the whole text's are theirs joined.
-        paragraphs = [" ".join(term_tokens(p)) for p in _PARAGRAPH.split(text)]
+        pieces = _PARAGRAPH.split(text)
+        paragraphs = [" ".join(term_tokens(p)) for p in pieces]
         whole = held(" " + " ".join(p for p in paragraphs if p) + " ") / total if total else 0.0
-        best = max((held(f" {p} ") for p in paragraphs if p), default=0.0) / total if whole else 0.0
+        own = (p for p, piece in zip(paragraphs, pieces, strict=True) if p and not piece.startswith(_REACTION))
+        best = max((held(f" {p} ") for p in own), default=0.0) / total if whole else 0.0
         shares[owner] = Coverage(whole, best)
     return shares
 
