@@ -17,7 +17,7 @@ from transcripts import ClaudeSession, simple_turn
 
 def test_irregular_verbs_find_their_other_tenses() -> None:
     assert irregular_forms("Bought") == ("buy", "bought") and irregular_forms("broke") == ("break", "broke", "broken")
-    assert irregular_forms("fixed") == ()
+    assert irregular_forms("fixed") == () and irregular_forms("cut") == ()
     # Each form is searched like a word of its own (stems as prefixes); an all-words search stays as written.
     assert fts_query("bought camera", match_all=False, stems=True) == '"buy" OR "bought"* OR "camera"*'
     assert fts_query("bought camera") == '"bought" AND "camera"'

@@ -493,13 +493,13 @@ def hybrid_search(
             del fusion.turns[turn_id]
         else:
             candidate.session_id = turn_sessions[turn_id]
-    # A session found only as a whole is a result of its own when it is known only by its mirror (another
-    # computer's), or when the question is about whole sessions (coarse first); otherwise its weight
-    # only lifts the turns of it that were found.
-    for candidate in fusion.turns.values():
+    for candidate in fusion.turns.values():  # words that stand together in a paragraph answer together
         candidate.score *= 1 + PARAGRAPH_LIFT * candidate.paragraph
     _lend_to_neighbours(conn, fusion)
     _lift_named_days(conn, fusion, query)
+    # A session found only as a whole is a result of its own when it is known only by its mirror (another
+    # computer's), or when the question is about whole sessions (coarse first); otherwise its weight
+    # only lifts the turns of it that were found.
     local = _local_sessions(conn, list(fusion.sessions))
     standalone = set(fusion.sessions) if levels[0] == "session" else set(fusion.sessions) - local
     if local_only:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from functools import cache
 
-# Base form, past tense, past participle (a slash separates variants); common verbs of everyday and
-# technical English. Verbs whose forms are all stopwords (be, have, do, make, get, …) are left out.
+# Base form, past tense, past participle: common verbs of everyday and technical English. Verbs whose forms
+# are all stopwords (be, have, do, make, get, …) are left out; one whose forms are alike (cut) has none to add.
 _TABLE = """
 arise arose arisen; awake awoke awoken; bear bore borne; beat beat beaten; become became become;
 begin began begun; bend bent bent; bet bet bet; bind bound bound; bite bit bitten; bleed bled bled;
@@ -40,7 +40,7 @@ def _lemmas() -> dict[str, tuple[str, ...]]:
     forms: dict[str, tuple[str, ...]] = {}
     for entry in _TABLE.split(";"):
         words = tuple(dict.fromkeys(entry.split()))
-        if words:
+        if len(words) > 1:
             for word in words:
                 forms.setdefault(word, words)
     return forms
