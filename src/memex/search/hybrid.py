@@ -24,7 +24,7 @@ from memex.embed.model import Embedder, EmbedderUnavailable, backend_of, embedde
 from memex.mirrors.search import excerpt, mirror_hits, search_mirrors
 from memex.search.dates import named_days
 from memex.search.highlight import spans_json
-from memex.search.lexical import TermRarity, chunk_texts, search_chunks, word_coverage
+from memex.search.lexical import Coverage, TermRarity, chunk_texts, search_chunks, word_coverage
 from memex.store.queries import Filters, turns_by_ids, where
 
 # numpy and the vector index are imported only when a search goes by meaning: a search by words (or one in a
@@ -71,6 +71,14 @@ NEIGHBOUR_REACH = 2
 # dev conversations: Recall@5 +0.008, MRR +0.007 (1.0 and 2.0 alike; the 41 dev questions that name a day
 # with its year: Recall@10 0.74 -> 0.77).
 DATE_LIFT = 1.0
+# A turn found by words has its fused score multiplied by 1 + PARAGRAPH_LIFT × the share of the query's word
+# weight its best paragraph holds alone (a prompt, an answer: `lexical.word_coverage`): words that answer
+# together stand together, while a long turn can gather them from unrelated places. It also tells whose
+# line answers: "What did Evan start a year ago?" is answered by Evan's line, not by his friend's reply
+# that names him. Before the neighbours' lending, so the exchange around such a paragraph rises with it. On
+# LoCoMo's dev conversations (with irregular verbs): hybrid Recall@5 0.723 -> 0.731, Recall@10 0.812 ->
+# 0.817, MRR 0.569 -> 0.587; a lift of 2, or of the share squared, gave the same within 0.002.
+PARAGRAPH_LIFT = 1.0
 _COARSE = re.compile(
     r"\b(overall|overview|summar\w*|trends?|in general|generally|big picture|recap|history of|over time|"
     r"across (?:all |the )?(?:sessions|projects)|so far|progress (?:on|of)|what have (?:i|we) (?:been|done))\b"
@@ -115,6 +123,7 @@ class _Candidate:
     lexical: bool = False  # it holds enough of the query's words to answer it by itself
     neighbours: list[int] = field(default_factory=list)  # found turns at most NEIGHBOUR_REACH away
     best_cosine: float = 0.0
+    paragraph: float = 0.0  # the query's word weight its best paragraph holds (found by words), else 0
 
 
 @dataclass
@@ -428,10 +437,13 @@ def hybrid_search(
             hits = search_chunks(conn, query, filters, wanted, stems=True, rarity=rarity)
             coverage = word_coverage(conn, query, chunk_texts(conn, [hit.chunk_id for hit in hits]), rarity)
             for hit in hits:
-                share = coverage.get(hit.chunk_id, 0.0)
-                candidate = fusion.add_turn(hit.turn_id, "lexical", hit.rank, weight, bm25=hit.score, coverage=share)
-                candidate.lexical = share >= MIN_WORD_COVERAGE
+                share = coverage.get(hit.chunk_id, Coverage(0.0, 0.0))
+                candidate = fusion.add_turn(
+                    hit.turn_id, "lexical", hit.rank, weight, bm25=hit.score, coverage=share.whole
+                )
+                candidate.lexical = share.whole >= MIN_WORD_COVERAGE
                 candidate.chunk_id = hit.chunk_id
+                candidate.paragraph = share.paragraph
         if "session" in weights:
             for rank, found in enumerate(search_mirrors(conn, query, filters, wanted), 1):
                 fusion.add_session(
@@ -481,11 +493,13 @@ def hybrid_search(
             del fusion.turns[turn_id]
         else:
             candidate.session_id = turn_sessions[turn_id]
+    for candidate in fusion.turns.values():  # words that stand together in a paragraph answer together
+        candidate.score *= 1 + PARAGRAPH_LIFT * candidate.paragraph
+    _lend_to_neighbours(conn, fusion)
+    _lift_named_days(conn, fusion, query)
     # A session found only as a whole is a result of its own when it is known only by its mirror (another
     # computer's), or when the question is about whole sessions (coarse first); otherwise its weight
     # only lifts the turns of it that were found.
-    _lend_to_neighbours(conn, fusion)
-    _lift_named_days(conn, fusion, query)
     local = _local_sessions(conn, list(fusion.sessions))
     standalone = set(fusion.sessions) if levels[0] == "session" else set(fusion.sessions) - local
     if local_only:

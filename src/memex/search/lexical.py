@@ -13,6 +13,7 @@ from functools import lru_cache
 from itertools import accumulate
 from typing import ClassVar
 
+from memex.search.irregular import irregular_forms
 from memex.store.queries import Filters, where
 from memex.textutil import fts_text, has_cjk, lazy_pattern
 
@@ -63,6 +64,12 @@ MIN_STEM_CHARS = 5
 # An English word's search finds at most this many of its indexed forms (plurals, tenses, -ion, -er …).
 MAX_STEM_FORMS = 12
 _LATIN_WORD = re.compile(r"[A-Za-z]+")
+# Paragraphs: blank-line separated (a turn's prompt, answer and reaction are paragraphs of their own).
+_PARAGRAPH = re.compile(r"\n\s*\n")
+# The label of a turn's reaction (the user's next message, `ingest.turns.Turn.full_text`): that message is the
+# next turn's own prompt, so it makes no paragraph of this one. On LoCoMo's dev conversations, leaving it out
+# of the best paragraph: hybrid Recall@5 0.731 -> 0.739, MRR 0.587 -> 0.605 (Recall@10 0.817 -> 0.818).
+_REACTION = "User (next): "
 
 
 def _phrase(text: str) -> str:
@@ -91,12 +98,22 @@ def word_stem(word: str) -> str | None:
     return stem if len(stem) >= MIN_STEM_CHARS and word.lower().startswith(stem) else None
 
 
+@dataclass(frozen=True)
+class Coverage:
+    """The share of a query's word weight a text holds: in all (`whole`), and in its best paragraph alone."""
+
+    whole: float
+    paragraph: float
+
+
 def word_coverage(
     conn: sqlite3.Connection, query: str, texts: dict[int, str], rarity: TermRarity | None = None
-) -> dict[int, float]:
+) -> dict[int, Coverage]:
     """For each text, the share of the query's words it holds, each word weighted by its rarity (BM25's
-    idf; a word the store never saw weighs most). Stopwords count only when the query has nothing else;
-    an English word counts when any of its forms is there (as the stemmed any-word search finds it)."""
+    idf; a word the store never saw weighs most), in all and in its best paragraph (blank-line separated;
+    a turn's reaction is the next turn's) alone. Stopwords count only when the query has nothing else; an
+    English word counts when any of its forms is there (as the stemmed any-word search finds it, irregular
+    verbs included)."""
     words = [w for w in _words(query) if w.lower() not in STOPWORDS] or _words(query)
     rarity = rarity or TermRarity.of(conn)
     weights: dict[str, float] = {}
@@ -105,16 +122,30 @@ def word_coverage(
         if tokens:
             weights[" ".join(tokens)] = rarity.idf(tokens)
     total = sum(weights.values())
-    stems = {" ".join(term_tokens(w)): word_stem(w) for w in words}
+    # Each word's marks in a text's tokens: the word itself, or the start of one of its forms.
+    marks: dict[str, list[str]] = {}
+    for word in words:
+        for variant in irregular_forms(word) or (word,):
+            stem = word_stem(variant)
+            found = marks.setdefault(" ".join(term_tokens(word)), [])
+            found.append(f" {' '.join(term_tokens(variant))} ")
+            if stem:
+                found.append(f" {stem}")
+
+    def held(haystack: str) -> float:
+        return sum(
+            weight for phrase, weight in weights.items() if any(mark in haystack for mark in marks.get(phrase, ()))
+        )
+
     shares = {}
     for owner, text in texts.items():
-        haystack = " " + " ".join(term_tokens(text)) + " "
-        held = sum(
-            weight
-            for phrase, weight in weights.items()
-            if f" {phrase} " in haystack or (stems.get(phrase) and f" {stems[phrase]}" in haystack)
-        )
-        shares[owner] = held / total if total else 0.0
+        # Each paragraph's tokens, read once: the whole text's are theirs joined.
+        pieces = _PARAGRAPH.split(text)
+        paragraphs = [" ".join(term_tokens(p)) for p in pieces]
+        whole = held(" " + " ".join(p for p in paragraphs if p) + " ") / total if total else 0.0
+        own = (p for p, piece in zip(paragraphs, pieces, strict=True) if p and not piece.startswith(_REACTION))
+        best = max((held(f" {p} ") for p in own), default=0.0) / total if whole else 0.0
+        shares[owner] = Coverage(whole, best)
     return shares
 
 
@@ -132,11 +163,12 @@ def fts_terms(
         words = [w for w in words if w.lower() not in STOPWORDS] or words
     for word in words:
         if match_all or not has_cjk(word):
-            stem = word_stem(word) if stems and not match_all else None
-            if stem and forms is not None:
-                terms.extend(_phrase(form) for form in forms(stem) or [fts_text(word) or word])
-            else:
-                terms.append(f'"{stem}"*' if stem else _phrase(fts_text(word) or word))
+            for variant in (irregular_forms(word) if stems and not match_all else ()) or (word,):
+                stem = word_stem(variant) if stems and not match_all else None
+                if stem and forms is not None:
+                    terms.extend(_phrase(form) for form in forms(stem) or [fts_text(variant) or variant])
+                else:
+                    terms.append(f'"{stem}"*' if stem else _phrase(fts_text(variant) or variant))
             continue
         for piece in re.split(f"({_CJK_RUN().pattern})", word):
             if not piece.strip() or not re.search(r"\w", piece):
