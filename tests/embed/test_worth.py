@@ -159,3 +159,20 @@ def test_a_chunk_vector_reads_only_what_no_other_vector_of_its_turn_reads(conn, 
     # Every step is read by some vector of the turn.
     read = turn_text + " ".join(own)
     assert all(re.search(rf"widget{i}\b", read) for i in range(200))
+
+
+def test_a_chunk_the_turn_vector_mostly_reads_shares_it(conn, config, tmp_path: Path) -> None:
+    body = " ".join(f"Step {i} moves the invoice records to the staging shelf tonight." for i in range(41))
+    _, full_text, tool_summary, chunks = _one_turn(conn, config, tmp_path, "ffff0000-1111-2222-3333-444444444444", body)
+    assert len(chunks) == 2
+    contents = [c[1] for c in chunks]
+    # Under the rule before the budget (a quarter of its own text), the last chunk had a vector of its own,
+    # though the turn's vector and the chunk before read most of it.
+    unbounded = chunk_unread_texts(contents, full_text, tool_summary, config, UNBOUNDED)
+    assert unbounded[1] and UNBOUNDED.min_share * len(contents[1]) <= len(unbounded[1]) < len(contents[1]) / 2
+    # Now, with less than half of its text its own, it shares the turn's vector; the first chunk keeps its own.
+    unread = chunk_unread_texts(contents, full_text, tool_summary, config)
+    assert CHUNK_BUDGET.min_share == 0.5
+    assert unread[0] and unread[1] is None
+    turn_text = turn_embed_text(full_text, tool_summary, config)
+    assert embed_texts(conn, "chunk", [chunks[1][0]], config) == {chunks[1][0]: turn_text}
