@@ -22,6 +22,7 @@ import argparse
 import os
 import random
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -34,7 +35,7 @@ from rich.console import Console
 from rich.table import Table
 
 from corpus import SHARED, claude_messages
-from memex.config import load_config
+from memex.config import Config, load_config
 from memex.context.answers import recall_answer
 from memex.embed.model import load_embedder
 from memex.embed.worker import drain, worker_lock
@@ -127,10 +128,25 @@ def synthetic_vectors(base: np.ndarray, count: int, rng: np.random.Generator) ->
     return (mixed / np.linalg.norm(mixed, axis=1, keepdims=True)).astype("<f4")
 
 
+def restamp(config: Config) -> None:
+    """A store built before the embedding recipe's version changed: its synthetic vectors read no text, so
+    they are stamped with the current `model_version` (searches ignore vectors of another version) and the
+    vector cache beside the database is rebuilt from them on first use."""
+    conn = connect(config.db_path)
+    stale = conn.execute("SELECT 1 FROM vectors WHERE model_version != ? LIMIT 1", (config.model_version,)).fetchone()
+    if stale:
+        console.print(f"stamping the vectors of {config.home} with {config.model_version} …", style="dim")
+        with transaction(conn):
+            conn.execute("UPDATE vectors SET model_version = ?", (config.model_version,))
+        shutil.rmtree(config.home / "vectors", ignore_errors=True)
+    conn.close()
+
+
 def build_store(home: Path, turns: int, chunks_per_turn: int, base: np.ndarray, words: list[str]) -> None:
     """Sessions, turns, chunks (with FTS) and vectors at every level, straight into SQLite."""
     config = load_config({"MEMEX_HOME": str(home), "MEMEX_COMPUTER": "bench"})
     if config.db_path.exists():
+        restamp(config)
         return
     conn = connect(config.db_path)
     rng = random.Random(3)
