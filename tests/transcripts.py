@@ -163,6 +163,17 @@ def simple_turn(session: ClaudeSession, prompt: str, answer: str, edit: str | No
     session.write(session.assistant(text(answer)))
 
 
+def retry_projects(root: Path, count: int) -> list[ClaudeSession]:
+    """`count` one-turn Claude sessions about a retry loop, spread over three project folders under `root`."""
+    sessions = []
+    for i in range(count):
+        session_id = f"{i:08d}-1111-2222-3333-444444444444"
+        session = ClaudeSession(root / f"-home-dev-p{i % 3}" / f"{session_id}.jsonl", session_id)
+        simple_turn(session, f"prompt {i} about the retry loop", f"answer {i}: capped the retries")
+        sessions.append(session)
+    return sessions
+
+
 class CodexRollout:
     """Builds the lines of one Codex CLI rollout (the wrapped `{timestamp, type, payload}` layout)."""
 

@@ -20,19 +20,14 @@ import pytest
 from agent_cli import index_json
 from corpus import CODEX
 from memex.store.db import connect
-from transcripts import ClaudeSession, simple_turn
+from transcripts import ClaudeSession, retry_projects, simple_turn
 
 FILES = 12
 
 
 def _corpus(root: Path) -> list[ClaudeSession]:
     """FILES Claude sessions in three project folders; the first one has a subagent."""
-    sessions = []
-    for i in range(FILES):
-        session_id = f"{i:08d}-1111-2222-3333-444444444444"
-        session = ClaudeSession(root / f"-home-dev-p{i % 3}" / f"{session_id}.jsonl", session_id)
-        simple_turn(session, f"prompt {i} about the retry loop", f"answer {i}: capped the retries")
-        sessions.append(session)
+    sessions = retry_projects(root, FILES)
     first = sessions[0]
     agent = ClaudeSession(first.path.with_suffix("") / "subagents" / "agent-a1.jsonl", first.session_id, agent_id="a1")
     simple_turn(agent, "look for the retry loop", "found it in client.py")

@@ -11,19 +11,9 @@ import pytest
 
 from memex.ingest.indexer import discover, index_transcripts
 from memex.sources.files import candidates
-from transcripts import ClaudeSession, simple_turn
+from transcripts import retry_projects, simple_turn
 
 FILES = 30
-
-
-def _corpus(root: Path) -> list[ClaudeSession]:
-    sessions = []
-    for i in range(FILES):
-        session_id = f"{i:08d}-1111-2222-3333-444444444444"
-        session = ClaudeSession(root / f"-home-dev-p{i % 3}" / f"{session_id}.jsonl", session_id)
-        simple_turn(session, f"prompt {i} about the retry loop", f"answer {i}: capped the retries")
-        sessions.append(session)
-    return sessions
 
 
 class Calls:
@@ -58,7 +48,7 @@ class Calls:
 
 def test_unchanged_files_cost_no_resolution_open_or_transaction(conn, config, tmp_path: Path, monkeypatch) -> None:
     root = tmp_path / "projects"
-    sessions = _corpus(root)
+    sessions = retry_projects(root, FILES)
     first = index_transcripts(conn, config, discover({"claude": [root]}))
     assert (first.files, first.files_changed) == (FILES, FILES)
 
@@ -82,7 +72,7 @@ def test_unchanged_files_cost_no_resolution_open_or_transaction(conn, config, tm
 
 def test_a_folder_reached_through_a_link_is_walked_by_its_real_path(conn, config, tmp_path: Path) -> None:
     real = tmp_path / "real-projects"
-    _corpus(real)
+    retry_projects(real, FILES)
     link = tmp_path / "projects-link"
     link.symlink_to(real, target_is_directory=True)
     found = [path for path, _ in candidates([link], "*.jsonl")]
@@ -96,7 +86,7 @@ def test_a_file_rewritten_at_the_same_size_and_time_is_the_only_blind_spot_as_be
     conn, config, tmp_path: Path
 ) -> None:
     root = tmp_path / "projects"
-    sessions = _corpus(root)
+    sessions = retry_projects(root, FILES)
     index_transcripts(conn, config, discover({"claude": [root]}))
     path = sessions[3].path
     stat = path.stat()
