@@ -73,22 +73,27 @@ def test_the_real_model_gives_the_same_vector_on_any_thread_count(tmp_path: Path
     assert np.allclose(one.embed_queries(text), every.embed_queries(text), atol=1e-5)
 
 
+def _variable_seen(probe: str, name: str, chosen: str | None) -> str:
+    """The value of environment variable `name` that `probe` prints in a new process, started with `name`
+    unset (`chosen` None) or set to `chosen` by the user."""
+    env = {k: v for k, v in os.environ.items() if k != name}
+    if chosen is not None:
+        env[name] = chosen
+    return subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True).stdout
+
+
 def test_waiting_threads_sleep_unless_the_user_chose_otherwise() -> None:
     probe = "from memex.embed.model import E5SmallQ4; import os; E5SmallQ4('t'); print(os.environ['OMP_WAIT_POLICY'])"
-    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-    assert subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True).stdout == "passive\n"
-    env["OMP_WAIT_POLICY"] = "active"
-    assert subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True).stdout == "active\n"
+    assert _variable_seen(probe, "OMP_WAIT_POLICY", None) == "passive\n"
+    assert _variable_seen(probe, "OMP_WAIT_POLICY", "active") == "active\n"
 
 
 def test_numpy_runs_one_blas_thread_unless_the_user_chose_otherwise() -> None:
     """Set when memex is imported, before numpy loads (numpy reads it once): the BLAS team spun after
     each of a search's matrix-vector products."""
     probe = "import memex, numpy, os; print(os.environ['OPENBLAS_NUM_THREADS'])"
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
-    assert subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True).stdout == "1\n"
-    env["OPENBLAS_NUM_THREADS"] = "3"
-    assert subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True).stdout == "3\n"
+    assert _variable_seen(probe, "OPENBLAS_NUM_THREADS", None) == "1\n"
+    assert _variable_seen(probe, "OPENBLAS_NUM_THREADS", "3") == "3\n"
 
 
 def test_background_work_starts_at_once_and_hands_back_its_value_or_error() -> None:
