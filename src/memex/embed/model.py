@@ -43,8 +43,11 @@ def interruptible(function: Callable[[], T]) -> T:
     Python acts on Ctrl-C only between two bytecodes of the main thread, never inside a call into C: a
     text the engine embeds for seconds on a busy CPU would hold the interrupt that long. Waiting on a
     thread is interruptible, so KeyboardInterrupt is raised here at once; the engine finishes that text
-    in the abandoned (daemon) thread, which the process does not wait for when it exits.
+    in the abandoned (daemon) thread, which the process does not wait for when it exits. Only the main
+    thread is interrupted: any other calls `function` itself.
     """
+    if threading.current_thread() is not threading.main_thread():
+        return function()
     return Background(function).result()
 
 
