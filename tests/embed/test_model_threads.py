@@ -46,6 +46,15 @@ def test_zero_threads_means_every_core() -> None:
     assert model._run("query", lambda items: _team_size(model), ["q"])[0, 0] == (os.cpu_count() or 1)
 
 
+@pytest.mark.parametrize(("setting", "team"), [(None, 2), ("1", 1), ("3", 3)])
+def test_a_query_runs_on_the_configured_thread_count(tmp_path: Path, setting: str | None, team: int) -> None:
+    """Two by default (measured faster than one on 2 cores, idle or busy), else `embed_query_threads`."""
+    env = {"MEMEX_HOME": str(tmp_path)} | ({"MEMEX_EMBED_QUERY_THREADS": setting} if setting else {})
+    model = load_embedder(load_config(env))
+    assert isinstance(model, E5SmallQ4)
+    assert model._run("query", lambda items: _team_size(model), ["q"])[0, 0] == team
+
+
 def test_a_query_does_not_wait_for_a_batch_of_passages() -> None:
     model = E5SmallQ4("test", threads=1, query_threads=1)
     entered, release = threading.Event(), threading.Event()

