@@ -132,8 +132,9 @@ def test_an_any_word_query_keeps_its_rarest_words_within_the_postings_budget(con
 def test_ranked_chunks_under_filters_equal_the_joined_query(conn) -> None:
     """FTS5 ranks every match and the best are filtered after, a batch at a time: the same chunks, in the
     same order, as joining every match to its turn and session, filtering, then ranking; also when the
-    left-out session holds all of the best matches, and when the filters admit none."""
-    from memex.search.lexical import ranked_chunks
+    left-out session holds all of the best matches, when the filters admit none, and when one ranking is
+    shared by searches under other filters (prompt recall's project, then everyone's)."""
+    from memex.search.lexical import Ranking, ranked_chunks
     from memex.store.queries import Filters, where
 
     sessions = {"own": [f"needle needle needle note{i}" for i in range(60)]}
@@ -149,9 +150,10 @@ def test_ranked_chunks_under_filters_equal_the_joined_query(conn) -> None:
         )
         return [tuple(r) for r in conn.execute(sql, ['"needle"', *params, count])]
 
+    shared = Ranking(conn)  # one ranking read by every search below, each from its start
     for filters, admitted in (
-        (Filters(), 90),
         (Filters(exclude_session="own"), 30),
+        (Filters(), 90),
         (Filters(project="/home/dev/shop"), 90),
         (Filters(project="/elsewhere"), 0),
     ):
@@ -159,6 +161,7 @@ def test_ranked_chunks_under_filters_equal_the_joined_query(conn) -> None:
             found = ranked_chunks(conn, '"needle"', filters, count)
             assert found == joined(filters, count)
             assert len(found) == min(count, admitted)
+            assert ranked_chunks(conn, '"needle"', filters, count, shared) == found
     turns = {r[0]: r[1] for r in conn.execute("SELECT id, session_id FROM turns")}
     assert {turns[turn] for _, turn, _ in ranked_chunks(conn, '"needle"', Filters(exclude_session="own"), 5)} <= {
         f"other{n:02d}" for n in range(30)

@@ -206,10 +206,11 @@ def search_chunks(
     limit: int,
     stems: bool = False,
     rarity: TermRarity | None = None,
+    ranking: Ranking | None = None,
 ) -> list[LexicalHit]:
     """The best `limit` turns for `query` by BM25 (all words first; any word when that finds too few,
     with `stems` also the other forms of its English words; `rarity`: the words' counts, when the caller
-    reads them too)."""
+    reads them too; `ranking`: FTS5's matches shared with the caller's other searches of the same words)."""
     hits: dict[int, LexicalHit] = {}
     for match_all in (True, False):
         if match_all:
@@ -219,7 +220,9 @@ def search_chunks(
             expression = fts_query(_any_word_terms(rarity, query, stems), False, stems, rarity.forms)
         if expression is None:
             return []
-        for chunk_id, turn_id, score in ranked_chunks(conn, expression, filters, limit * CANDIDATES_PER_RESULT):
+        for chunk_id, turn_id, score in ranked_chunks(
+            conn, expression, filters, limit * CANDIDATES_PER_RESULT, ranking
+        ):
             if turn_id not in hits:
                 hits[turn_id] = LexicalHit(turn_id, chunk_id, score, 0)
         if len(hits) >= limit or len(_words(query)) <= 1:
@@ -230,10 +233,46 @@ def search_chunks(
     return ranked
 
 
+class Ranking:
+    """FTS5's matches of each expression, best first, ranked once for every search of the same words under
+    other filters: prompt recall searches the project's turns, then everyone's. With filters FTS5 ranks
+    every match before the first comes out (BM25 of each, then a sort): at 100k turns the second search
+    of an any-word query cost ~25 ms of CPU again, to read the first few hundred of the same matches."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self._read: dict[str, tuple[list[tuple[int, float]], sqlite3.Cursor]] = {}
+
+    def reader(self, expression: str) -> _Replay:
+        """The matches of `expression` from the best, those read before replayed."""
+        if expression not in self._read:
+            cursor = self.conn.execute(
+                "SELECT rowid, -rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank", (expression,)
+            )
+            self._read[expression] = ([], cursor)
+        return _Replay(*self._read[expression])
+
+
+class _Replay:
+    """One reader of a shared ranking: the rows read before, then the cursor's next ones (kept for others)."""
+
+    def __init__(self, rows: list[tuple[int, float]], cursor: sqlite3.Cursor) -> None:
+        self.rows, self.cursor, self.at = rows, cursor, 0
+
+    def fetchmany(self, size: int) -> list[tuple[int, float]]:
+        missing = self.at + size - len(self.rows)
+        if missing > 0:
+            self.rows.extend(self.cursor.fetchmany(missing))
+        batch = self.rows[self.at : self.at + size]
+        self.at += len(batch)
+        return batch
+
+
 def ranked_chunks(
-    conn: sqlite3.Connection, expression: str, filters: Filters, count: int
+    conn: sqlite3.Connection, expression: str, filters: Filters, count: int, ranking: Ranking | None = None
 ) -> list[tuple[int, int, float]]:
-    """(chunk id, turn id, BM25) of the best `count` chunks matching `expression` that the filters admit.
+    """(chunk id, turn id, BM25) of the best `count` chunks matching `expression` that the filters admit
+    (`ranking`: FTS5's matches, shared with other searches).
 
     FTS5 ranks the matches itself (`ORDER BY rank`), and the best are looked up a batch at a time (each
     twice the last) until `count` of them pass the filters. Joined to their turns and sessions first, every
@@ -241,10 +280,15 @@ def ranked_chunks(
     300k chunks took 41 ms of CPU (median), 15 ms so.
     """
     clauses, params = filters.turn_clauses("t", "s")
-    best = conn.execute(
-        "SELECT rowid, -rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank" + ("" if clauses else " LIMIT ?"),
-        (expression,) if clauses else (expression, count),
-    )
+    best: sqlite3.Cursor | _Replay
+    if ranking is not None:
+        best = ranking.reader(expression)
+    else:
+        best = conn.execute(
+            "SELECT rowid, -rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank"
+            + ("" if clauses else " LIMIT ?"),
+            (expression,) if clauses else (expression, count),
+        )
     joins = "FROM chunks c JOIN turns t ON t.id = c.turn_id JOIN sessions s ON s.session_id = t.session_id"
     found: list[tuple[int, int, float]] = []
     size = count * 2 if clauses else count

@@ -17,7 +17,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from memex.config import Config
-from memex.search.lexical import _CJK_RUN, STOPWORDS, TermRarity, search_chunks, term_tokens
+from memex.search.lexical import _CJK_RUN, STOPWORDS, Ranking, TermRarity, search_chunks, term_tokens
 from memex.store.queries import Filters, turns_by_ids
 from memex.textutil import has_cjk, strip_system_reminders
 
@@ -139,8 +139,10 @@ def recall(
     chosen: list[Recalled] = []
     seen: set[int] = set()
     per_session: dict[str, int] = {}
+    ranking = Ranking(conn)  # the same words in each scope: FTS5 ranks their matches once
     for same_project, filters in scopes:
-        hits = [h for h in search_chunks(conn, query, filters, max_hits * CANDIDATES_PER_HIT) if h.turn_id not in seen]
+        found = search_chunks(conn, query, filters, max_hits * CANDIDATES_PER_HIT, ranking=ranking)
+        hits = [h for h in found if h.turn_id not in seen]
         rows = turns_by_ids(conn, [h.turn_id for h in hits])
         for hit in hits:
             seen.add(hit.turn_id)
