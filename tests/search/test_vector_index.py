@@ -68,6 +68,21 @@ def test_new_rows_are_appended_and_deleted_rows_never_returned(conn, config) -> 
     assert other.search(conn, first[3], 1)[0].owner_id == 4 and other.rows == 350
 
 
+def test_rows_deleted_among_the_nearest_are_passed_over_batch_after_batch(conn, config) -> None:
+    """The candidates' rows are looked up best first, as many as owners are still wanted: when the first
+    batch holds deleted rows, the next ones fill the place, and the result is the nearest of what is left."""
+    rng = np.random.default_rng(4)
+    vectors = _clustered(rng, 500)
+    _insert(conn, config, range(1, 501), vectors)
+    index = VectorIndex(config, "turn", DIM)
+    query = vectors[41]
+    nearest = [int(i) + 1 for i in np.argsort(-(vectors @ query))]
+    index.search(conn, query, 1)  # the cache holds every row
+    with transaction(conn):
+        conn.executemany("DELETE FROM vectors WHERE owner_id = ?", [(o,) for o in nearest[:12]])
+    assert [n.owner_id for n in index.search(conn, query, 20)] == nearest[12:32]
+
+
 def test_many_deletions_then_new_rows_rebuild_the_cache(conn, config) -> None:
     import memex.search.vector as vector
 

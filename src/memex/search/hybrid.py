@@ -330,23 +330,35 @@ class _Fusion:
         return sorted(results, key=lambda c: -c.score)
 
 
-def _lend_to_neighbours(conn: sqlite3.Connection, fusion: _Fusion) -> None:
-    """Each candidate turn gets NEIGHBOUR_SHARE of the fused score of every candidate at most
-    NEIGHBOUR_REACH turns away from it in its session (the scores before any lending), and knows them
-    (`neighbours`: a justified one vouches for it)."""
-    if not fusion.turns:
-        return
-    ids = list(fusion.turns)
-    marks = ",".join("?" * len(ids))
-    places: dict[tuple[str, str], list[tuple[int, int]]] = {}
-    for turn_id, session_id, agent_id, position in conn.execute(
+def _places(conn: sqlite3.Connection, turn_ids: list[int]) -> dict[int, tuple[str, str, int]]:
+    """(session id, agent id, position among that agent's turns of the session) of each turn that exists."""
+    if not turn_ids:
+        return {}
+    marks = ",".join("?" * len(turn_ids))
+    rows = conn.execute(
         "SELECT t.id, t.session_id, t.agent_id, (SELECT count(*) FROM turns u WHERE u.session_id = t.session_id "
         f"AND u.agent_id = t.agent_id AND u.line_index < t.line_index) FROM turns t WHERE t.id IN ({marks})",
-        ids,
-    ):
-        places.setdefault((session_id, agent_id), []).append((position, turn_id))
+        turn_ids,
+    )
+    return {turn_id: (session_id, agent_id, position) for turn_id, session_id, agent_id, position in rows}
+
+
+def _lend_to_neighbours(
+    conn: sqlite3.Connection, fusion: _Fusion, places: dict[int, tuple[str, str, int]] | None = None
+) -> None:
+    """Each candidate turn gets NEIGHBOUR_SHARE of the fused score of every candidate at most
+    NEIGHBOUR_REACH turns away from it in its session (the scores before any lending), and knows them
+    (`neighbours`: a justified one vouches for it). `places`: the candidates' `_places`, read before."""
+    if not fusion.turns:
+        return
+    if places is None:
+        places = _places(conn, list(fusion.turns))
+    runs: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for turn_id in fusion.turns:
+        session_id, agent_id, position = places[turn_id]
+        runs.setdefault((session_id, agent_id), []).append((position, turn_id))
     base = {turn_id: candidate.score for turn_id, candidate in fusion.turns.items()}
-    for members in places.values():
+    for members in runs.values():
         members.sort()
         for i, (position, turn_id) in enumerate(members):
             lent = 0.0
@@ -487,15 +499,15 @@ def hybrid_search(
                     weights["session"],
                     cosine=neighbour.cosine,
                 )
-    turn_sessions = _owners(conn, "turns", list(fusion.turns), "session_id")
+    places = _places(conn, list(fusion.turns))  # each turn's session, and where in it (for the neighbours)
     for turn_id, candidate in list(fusion.turns.items()):
-        if turn_id not in turn_sessions:
+        if turn_id not in places:
             del fusion.turns[turn_id]
         else:
-            candidate.session_id = turn_sessions[turn_id]
+            candidate.session_id = places[turn_id][0]
     for candidate in fusion.turns.values():  # words that stand together in a paragraph answer together
         candidate.score *= 1 + PARAGRAPH_LIFT * candidate.paragraph
-    _lend_to_neighbours(conn, fusion)
+    _lend_to_neighbours(conn, fusion, places)
     _lift_named_days(conn, fusion, query)
     # A session found only as a whole is a result of its own when it is known only by its mirror (another
     # computer's), or when the question is about whole sessions (coarse first); otherwise its weight

@@ -43,6 +43,7 @@ log = logging.getLogger("memex.search")
 DEAD_SHARE = 0.2
 MIN_DEAD_ROWS = 1_000
 FETCH_ROWS = 10_000  # rows read from SQLite per step while filling the cache
+MIN_CHECKED = 16  # candidates whose rows are looked up at least at a time (`VectorIndex._alive`)
 CACHE_FILES = ("matrix.f32", "ids.i64", "owners.i64", "bits.u8", "center.f32", "codes.i8", "codes.f32")
 
 
@@ -261,14 +262,18 @@ class VectorIndex:
             self._codes = Codes.of(np.zeros((0, self.dimension), np.int8), np.zeros((0, 3), np.float32), self._center)
         else:
             with self._lock(exclusive=False):
-                self._matrix = np.memmap(
-                    self.folder / "matrix.f32", dtype="<f4", mode="r", shape=(self.rows, self.dimension)
+                # Mapped, and read as plain arrays: a memmap's slices are memmaps, each dressed by numpy's
+                # Python subclass (0.3 ms per search of a level in gathering its candidates' rows).
+                self._matrix = np.asarray(
+                    np.memmap(self.folder / "matrix.f32", dtype="<f4", mode="r", shape=(self.rows, self.dimension))
                 )
                 self._ids = np.fromfile(self.folder / "ids.i64", dtype=np.int64, count=self.rows)
                 self._owners = np.fromfile(self.folder / "owners.i64", dtype=np.int64, count=self.rows)
                 self._center = np.fromfile(self.folder / "center.f32", dtype="<f4")
                 self._codes = Codes.of(
-                    np.memmap(self.folder / "codes.i8", dtype=np.int8, mode="r", shape=(self.rows, self.dimension)),
+                    np.asarray(
+                        np.memmap(self.folder / "codes.i8", dtype=np.int8, mode="r", shape=(self.rows, self.dimension))
+                    ),
                     np.fromfile(self.folder / "codes.f32", dtype="<f4", count=self.rows * 3).reshape(self.rows, 3),
                     self._center,
                 )
@@ -344,30 +349,34 @@ class VectorIndex:
     def _alive(
         self, conn: sqlite3.Connection, candidates: list[tuple[int, float]], k: int, verify: bool
     ) -> list[Neighbour]:
-        """Candidates whose vector row still exists (if `verify`), one per owner, at most `k`."""
+        """Candidates whose vector row still exists (if `verify`), one per owner, at most `k`.
+
+        The rows are checked best first, as many at a time as owners are still wanted: the first `k` of the
+        twice as many candidates are nearly always all there (two lookups of 100 owners: 0.4 ms, one of 200:
+        1.4 ms at 100k turns)."""
         assert self._ids is not None and self._owners is not None
-        ids = [int(self._ids[p]) for p, _ in candidates]
-        if verify and ids:
-            # By (level, owner) the unique index covers the lookup: the rows themselves (a vector each, 1.5 KB)
-            # are never read; 200 candidates at 100k turns: 19 ms by id, 1 ms so.
-            owners = sorted({int(self._owners[p]) for p, _ in candidates})
-            existing = {
-                r[0]
-                for r in conn.execute(
-                    f"SELECT id FROM vectors WHERE level = ? AND owner_id IN ({','.join('?' * len(owners))})",
-                    [self.level, *owners],
-                )
-            }
-        else:
-            existing = set(ids)
+        ids = self._ids[[p for p, _ in candidates]].tolist()
+        owners = self._owners[[p for p, _ in candidates]].tolist()
+        existing = set() if verify else set(ids)
+        checked = 0  # candidates whose owners were looked up
         found: dict[int, float] = {}
-        for (position, score), vector_id in zip(candidates, ids, strict=True):
-            owner = int(self._owners[position])
+        for i, ((_, score), vector_id, owner) in enumerate(zip(candidates, ids, owners, strict=True)):
+            if i == checked < len(candidates) and verify:
+                checked = min(len(candidates), i + max(k - len(found), MIN_CHECKED))
+                existing |= self._existing(conn, owners[i:checked])
             if vector_id in existing and owner not in found:
                 found[owner] = score
                 if len(found) == k:
                     break
         return [Neighbour(owner, score) for owner, score in found.items()]
+
+    def _existing(self, conn: sqlite3.Connection, owners: list[int]) -> set[int]:
+        """The ids of this level's vector rows of `owners`. By (level, owner) the unique index covers the
+        lookup: the rows themselves (a vector each, 1.5 KB) are never read; 200 candidates at 100k turns:
+        19 ms by id, 1 ms so."""
+        distinct = sorted(set(owners))
+        sql = f"SELECT id FROM vectors WHERE level = ? AND owner_id IN ({','.join('?' * len(distinct))})"
+        return {r[0] for r in conn.execute(sql, [self.level, *distinct])}
 
 
 def _write(path: os.PathLike[str], data: bytes, truncate: bool = False) -> None:
