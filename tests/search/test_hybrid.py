@@ -265,3 +265,30 @@ def test_a_warm_search_scans_the_vectors_while_the_words_are_searched(store, con
     scanned = index.scanned(vector)
     assert index.search(store, vector, 3, scanned=scanned) == index.search(store, vector, 3)
     assert index.search(store, other, 3, scanned=scanned) == index.search(store, other, 3)  # not its scan
+
+
+def test_filtered_neighbours_are_checked_best_first_until_enough_pass(conn) -> None:
+    """The neighbours the filters admit, in order, the first `wanted` of them: found also when the best
+    hundreds are left out (checked batch after batch), all of them when fewer pass."""
+    from memex.search.hybrid import _admitted
+    from memex.search.vector import Neighbour
+
+    for session in ("mine", "other"):
+        conn.execute(
+            "INSERT INTO sessions (session_id, agent, computer, project_dir, started_at, updated_at) "
+            "VALUES (?, 'claude', 'here', ?, '2026-01-01', '2026-01-01')",
+            (session, f"/home/dev/{session}"),
+        )
+    turns = {
+        conn.execute(
+            "INSERT INTO turns (session_id, line_index, end_line_index, kind, full_text) "
+            "VALUES (?, ?, ?, 'prompt', 'x')",
+            (session, line, line),
+        ).lastrowid: session
+        for line, session in enumerate(["mine"] * 300 + ["other"] * 30 + ["mine"] * 10 + ["other"] * 30)
+    }
+    neighbours = [Neighbour(turn_id, 1 - i / 1000) for i, turn_id in enumerate(turns)]
+    others = [n for n in neighbours if turns[n.owner_id] == "other"]
+    for wanted in (1, 5, 45, 60, 100):
+        found = _admitted(conn, "turn", Filters(exclude_session="mine"), neighbours, wanted)
+        assert found == others[:wanted]
