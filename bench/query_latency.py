@@ -11,7 +11,7 @@ bench/.cache/search). Two set-ups are measured, each in processes of their own:
 - before: the query embedded on every core with OpenMP's threads spinning while they wait
   (`MEMEX_EMBED_QUERY_THREADS=0 OMP_WAIT_POLICY=active`, what memex did before issue 14), and numpy's
   BLAS on every core (`OPENBLAS_NUM_THREADS`);
-- now: the defaults (one thread for a query, waiting threads sleep, one BLAS thread).
+- now: the defaults (two threads for a query, waiting threads sleep, one BLAS thread).
 
 Bytecode of src/ and the virtualenv is compiled first (as bench/cold_start.py does).
 "hog" rows run one busy loop per core beside the measurement (as when a build or a test suite runs).
@@ -54,7 +54,7 @@ SETUPS = {
         "OMP_WAIT_POLICY": "active",
         "OPENBLAS_NUM_THREADS": str(os.cpu_count() or 1),
     },
-    "now (1 thread, sleeping waits)": {},
+    "now (the defaults)": {},
 }
 console = Console()
 
