@@ -5,11 +5,10 @@ from __future__ import annotations
 import contextlib
 
 import click
-from rich.progress import Progress
 from rich.table import Table
 
 from memex.cli.app import App
-from memex.cli.render import count_progress
+from memex.cli.render import Bar, count_progress
 from memex.embed.worker import DrainReport, EmbedBusy
 
 
@@ -28,7 +27,7 @@ def run_embed(app: App, max_jobs: int | None = None) -> DrainReport:
 
     app.on_interrupt = interrupted
     with contextlib.ExitStack() as stack:
-        bars: list[Progress] = []
+        bars: list[Bar] = []
 
         def start(total: int) -> None:
             bars.append(stack.enter_context(count_progress(app.err, total, "Embedding")))

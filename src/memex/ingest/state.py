@@ -6,7 +6,6 @@ A stream is a session's main transcript (`sessions`) or one subagent transcript 
 from __future__ import annotations
 
 import functools
-import hashlib
 import operator
 import sqlite3
 from dataclasses import dataclass, fields
@@ -41,6 +40,8 @@ _COLUMNS = [f.name for f in fields(StreamState)]
 
 
 def _digest(handle: BinaryIO, start: int, length: int) -> str:
+    import hashlib  # only when a file is read: loading OpenSSL costs a run with nothing changed 3 ms
+
     handle.seek(start)
     return hashlib.blake2b(handle.read(length), digest_size=12).hexdigest()
 
