@@ -584,6 +584,58 @@ MIGRATIONS: list[str] = [
         mtime_ns INTEGER NOT NULL
     );
     """,
+    # 11: the stored streams' snapshot (`memex.store.stream_snapshot`): every transcript's stored size, time
+    # and stream as one marshal'd value, and the log of the streams changed since it was taken, which
+    # triggers keep in the transaction of every change. A reader takes the snapshot and re-reads the logged
+    # streams, so what it gets is always the store's own state, whoever wrote to it and however.
+    """
+    CREATE TABLE stream_snapshot (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        last_change INTEGER NOT NULL,
+        data BLOB NOT NULL
+    );
+    CREATE TABLE stream_changes (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        old_path TEXT,
+        session_id TEXT NOT NULL,
+        agent_id TEXT NOT NULL
+    );
+    CREATE TRIGGER sessions_stream_insert AFTER INSERT ON sessions BEGIN
+        INSERT INTO stream_changes (old_path, session_id, agent_id) VALUES (NULL, new.session_id, '');
+    END;
+    CREATE TRIGGER sessions_stream_update AFTER UPDATE ON sessions
+    WHEN old.transcript_path IS NOT new.transcript_path OR old.file_size IS NOT new.file_size
+        OR old.file_mtime_ns IS NOT new.file_mtime_ns OR old.agent IS NOT new.agent
+        OR old.session_id IS NOT new.session_id BEGIN
+        INSERT INTO stream_changes (old_path, session_id, agent_id) VALUES (old.transcript_path, old.session_id, '');
+        INSERT INTO stream_changes (old_path, session_id, agent_id) VALUES (NULL, new.session_id, '');
+        INSERT INTO stream_changes (old_path, session_id, agent_id)
+            SELECT transcript_path, session_id, agent_id FROM subagent_sessions
+            WHERE session_id IN (old.session_id, new.session_id)
+            AND (old.agent IS NOT new.agent OR old.session_id IS NOT new.session_id);
+    END;
+    CREATE TRIGGER sessions_stream_delete AFTER DELETE ON sessions BEGIN
+        INSERT INTO stream_changes (old_path, session_id, agent_id) VALUES (old.transcript_path, old.session_id, '');
+    END;
+    CREATE TRIGGER subagent_sessions_stream_insert AFTER INSERT ON subagent_sessions BEGIN
+        INSERT INTO stream_changes (old_path, session_id, agent_id) VALUES (NULL, new.session_id, new.agent_id);
+    END;
+    CREATE TRIGGER subagent_sessions_stream_update AFTER UPDATE ON subagent_sessions
+    WHEN old.transcript_path IS NOT new.transcript_path OR old.file_size IS NOT new.file_size
+        OR old.file_mtime_ns IS NOT new.file_mtime_ns OR old.session_id IS NOT new.session_id
+        OR old.agent_id IS NOT new.agent_id BEGIN
+        INSERT INTO stream_changes (old_path, session_id, agent_id)
+            VALUES (old.transcript_path, old.session_id, old.agent_id);
+        INSERT INTO stream_changes (old_path, session_id, agent_id) VALUES (NULL, new.session_id, new.agent_id);
+    END;
+    CREATE TRIGGER subagent_sessions_stream_delete AFTER DELETE ON subagent_sessions BEGIN
+        INSERT INTO stream_changes (old_path, session_id, agent_id)
+            VALUES (old.transcript_path, old.session_id, old.agent_id);
+    END;
+    """,
 ]
+# The first migration that has the stream snapshot: any later one drops it (a migration may rebuild a table
+# the triggers watch, and the snapshot is only ever a copy).
+STREAM_SNAPSHOT_VERSION = 11
 
 SCHEMA_VERSION = len(MIGRATIONS)
