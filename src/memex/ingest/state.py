@@ -11,7 +11,7 @@ import sqlite3
 from dataclasses import dataclass, fields
 from typing import BinaryIO, NamedTuple
 
-from memex.store import stream_snapshot, streams
+from memex.store import snapshots, streams
 
 # Bytes hashed at the head of the consumed part and just before the stop point: enough to tell an
 # append from a rewrite without reading the file again.
@@ -91,16 +91,16 @@ class StoredStream(NamedTuple):
 
 def stored_streams(conn: sqlite3.Connection) -> dict[str, StoredStream]:
     """Every ingested transcript by its stored (real) path: one read for a whole `memex index` run, from the
-    store's snapshot of them and the log of what changed since (`memex.store.stream_snapshot`)."""
-    found = stream_snapshot.read(conn)
+    store's snapshot of them and the log of what changed since (`memex.store.snapshots`)."""
+    found = snapshots.read_streams(conn)
     known = _by_path(found.rows)  # tens of thousands: made into a dict without a Python-level call
     for path in found.gone:
         known.pop(path, None)
     known.update(_by_path(found.fresh))
     if found.retake:
-        stream_snapshot.take(conn, found.rows, found.last_change)
+        snapshots.take(conn, snapshots.STREAMS, found.rows, found.last_change)
     return known
 
 
-def _by_path(rows: list[stream_snapshot.Row]) -> dict[str, StoredStream]:
+def _by_path(rows: list[snapshots.Row]) -> dict[str, StoredStream]:
     return dict(zip(map(_PATH, rows), map(functools.partial(tuple.__new__, StoredStream), rows), strict=True))

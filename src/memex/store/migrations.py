@@ -584,13 +584,14 @@ MIGRATIONS: list[str] = [
         mtime_ns INTEGER NOT NULL
     );
     """,
-    # 11: the stored streams' snapshot (`memex.store.stream_snapshot`): every transcript's stored size, time
-    # and stream as one marshal'd value, and the log of the streams changed since it was taken, which
-    # triggers keep in the transaction of every change. A reader takes the snapshot and re-reads the logged
-    # streams, so what it gets is always the store's own state, whoever wrote to it and however.
+    # 11: snapshots of what every `memex index` reads whole (`memex.store.snapshots`): the stored streams
+    # (each transcript's stored size, time and stream) and the archive's source paths, each one marshal'd
+    # value, with the log of what changed since it was taken, which triggers keep in the transaction of
+    # every change. A reader takes a snapshot with its log in one read transaction, so what it gets is the
+    # store's own state, whoever wrote to it and however.
     """
-    CREATE TABLE stream_snapshot (
-        id INTEGER PRIMARY KEY CHECK (id = 1),
+    CREATE TABLE snapshots (
+        kind TEXT PRIMARY KEY,
         last_change INTEGER NOT NULL,
         data BLOB NOT NULL
     );
@@ -632,10 +633,22 @@ MIGRATIONS: list[str] = [
         INSERT INTO stream_changes (old_path, session_id, agent_id)
             VALUES (old.transcript_path, old.session_id, old.agent_id);
     END;
+    CREATE TABLE archive_source_changes (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        source_path TEXT NOT NULL
+    );
+    CREATE TRIGGER archive_streams_source_insert AFTER INSERT ON archive_streams BEGIN
+        INSERT INTO archive_source_changes (source_path) VALUES (new.source_path);
+    END;
+    CREATE TRIGGER archive_streams_source_update AFTER UPDATE OF source_path ON archive_streams
+    WHEN old.source_path IS NOT new.source_path BEGIN
+        INSERT INTO archive_source_changes (source_path) VALUES (new.source_path);
+    END;
+    CREATE INDEX archive_streams_source_path ON archive_streams(source_path);
     """,
 ]
-# The first migration that has the stream snapshot: any later one drops it (a migration may rebuild a table
-# the triggers watch, and the snapshot is only ever a copy).
-STREAM_SNAPSHOT_VERSION = 11
+# The first migration that has the snapshots: any later one drops them (a migration may rebuild a table the
+# triggers watch, and a snapshot is only ever a copy).
+SNAPSHOTS_VERSION = 11
 
 SCHEMA_VERSION = len(MIGRATIONS)

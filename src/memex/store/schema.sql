@@ -1,6 +1,7 @@
 -- Snapshot of the schema the migrations produce (tests/store/test_db.py keeps it in step).
 -- Regenerate: uv run python -m memex.store.snapshot
 CREATE UNIQUE INDEX archive_streams_path ON archive_streams(archive_path);
+CREATE INDEX archive_streams_source_path ON archive_streams(source_path);
 CREATE INDEX chunks_turn_id ON chunks(turn_id);
 CREATE INDEX embed_jobs_queue ON embed_jobs(status, level, id);
 CREATE INDEX embed_jobs_version ON embed_jobs(model_version, status);
@@ -23,6 +24,7 @@ CREATE INDEX vectors_model ON vectors(model_name, level, id);
 CREATE INDEX vectors_text_hash ON vectors(text_hash);
 CREATE TABLE access_pattern_state ( model_version TEXT PRIMARY KEY, turn_watermark INTEGER NOT NULL, updated_at TEXT NOT NULL );
 CREATE TABLE archive_listings ( folder TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL );
+CREATE TABLE archive_source_changes ( id INTEGER PRIMARY KEY AUTOINCREMENT, source_path TEXT NOT NULL );
 CREATE TABLE archive_streams ( session_id TEXT NOT NULL, agent_id TEXT NOT NULL DEFAULT '', agent TEXT NOT NULL, source_path TEXT NOT NULL, archive_path TEXT NOT NULL, raw_bytes INTEGER NOT NULL, stored_bytes INTEGER NOT NULL, pieces INTEGER NOT NULL, source_size INTEGER, source_mtime_ns INTEGER, source_gone_at TEXT, updated_at TEXT NOT NULL, PRIMARY KEY (session_id, agent_id) );
 CREATE TABLE chunks ( id INTEGER PRIMARY KEY AUTOINCREMENT, turn_id INTEGER NOT NULL REFERENCES turns(id) ON DELETE CASCADE, chunk_index INTEGER NOT NULL, content TEXT NOT NULL, fts_text TEXT );
 CREATE VIRTUAL TABLE chunks_fts USING fts5( body, content='chunks_fts_source', content_rowid='id', tokenize='unicode61 remove_diacritics 2' );
@@ -42,8 +44,8 @@ CREATE TABLE published_mirrors ( session_id TEXT PRIMARY KEY, source_hash TEXT N
 CREATE TABLE resource_embeddings ( id INTEGER PRIMARY KEY AUTOINCREMENT, resource TEXT NOT NULL, model_version TEXT NOT NULL, embedding BLOB NOT NULL, created_at TEXT NOT NULL, UNIQUE (resource, model_version) );
 CREATE TABLE session_access_patterns ( session_id TEXT PRIMARY KEY REFERENCES sessions(session_id) ON DELETE CASCADE, model_version TEXT NOT NULL, turns INTEGER NOT NULL, files INTEGER NOT NULL, max_turn_id INTEGER NOT NULL, stale INTEGER NOT NULL DEFAULT 0, embedding BLOB, computed_at TEXT NOT NULL );
 CREATE TABLE sessions ( session_id TEXT PRIMARY KEY, agent TEXT NOT NULL, computer TEXT NOT NULL, project_dir TEXT, transcript_path TEXT, title TEXT, title_rank INTEGER NOT NULL DEFAULT 0, started_at TEXT, ended_at TEXT, last_line_index INTEGER NOT NULL DEFAULT 0, last_offset INTEGER NOT NULL DEFAULT 0, resume_line_index INTEGER NOT NULL DEFAULT 0, resume_offset INTEGER NOT NULL DEFAULT 0, provisional_turn_start INTEGER, last_compact_line_index INTEGER, file_size INTEGER, file_mtime_ns INTEGER, head_hash TEXT, tail_hash TEXT, bad_lines INTEGER NOT NULL DEFAULT 0, updated_at TEXT NOT NULL , agent_version TEXT);
+CREATE TABLE snapshots ( kind TEXT PRIMARY KEY, last_change INTEGER NOT NULL, data BLOB NOT NULL );
 CREATE TABLE stream_changes ( id INTEGER PRIMARY KEY AUTOINCREMENT, old_path TEXT, session_id TEXT NOT NULL, agent_id TEXT NOT NULL );
-CREATE TABLE stream_snapshot ( id INTEGER PRIMARY KEY CHECK (id = 1), last_change INTEGER NOT NULL, data BLOB NOT NULL );
 CREATE TABLE subagent_sessions ( session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE, agent_id TEXT NOT NULL, transcript_path TEXT NOT NULL, last_line_index INTEGER NOT NULL DEFAULT 0, last_offset INTEGER NOT NULL DEFAULT 0, resume_line_index INTEGER NOT NULL DEFAULT 0, resume_offset INTEGER NOT NULL DEFAULT 0, provisional_turn_start INTEGER, last_compact_line_index INTEGER, file_size INTEGER, file_mtime_ns INTEGER, head_hash TEXT, tail_hash TEXT, bad_lines INTEGER NOT NULL DEFAULT 0, updated_at TEXT NOT NULL, agent_type TEXT, description TEXT, PRIMARY KEY (session_id, agent_id) );
 CREATE TABLE tool_output_backfill ( session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE, agent_id TEXT NOT NULL DEFAULT '', PRIMARY KEY (session_id, agent_id) );
 CREATE TABLE tool_outputs ( id INTEGER PRIMARY KEY AUTOINCREMENT, turn_id INTEGER NOT NULL REFERENCES turns(id) ON DELETE CASCADE, line_index INTEGER NOT NULL, tool_name TEXT, is_error INTEGER NOT NULL DEFAULT 0, chars INTEGER NOT NULL, text TEXT NOT NULL, fts_text TEXT );
@@ -52,6 +54,8 @@ CREATE TABLE turn_access_patterns ( turn_id INTEGER PRIMARY KEY, session_id TEXT
 CREATE TABLE turns ( id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE, agent_id TEXT NOT NULL DEFAULT '', line_index INTEGER NOT NULL, end_line_index INTEGER NOT NULL, kind TEXT NOT NULL, is_sidechain INTEGER NOT NULL DEFAULT 0, provisional INTEGER NOT NULL DEFAULT 0, prompt_text TEXT NOT NULL DEFAULT '', full_text TEXT NOT NULL, tool_summary TEXT NOT NULL DEFAULT '', started_at TEXT, ended_at TEXT, UNIQUE (session_id, agent_id, line_index) );
 CREATE TABLE unknown_records ( session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE, agent_id TEXT NOT NULL DEFAULT '', line_index INTEGER NOT NULL, record_type TEXT NOT NULL, agent_version TEXT, PRIMARY KEY (session_id, agent_id, line_index) );
 CREATE TABLE vectors ( id INTEGER PRIMARY KEY AUTOINCREMENT, level TEXT NOT NULL CHECK (level IN ('chunk', 'turn', 'session')), owner_id INTEGER NOT NULL, model_name TEXT NOT NULL, model_version TEXT NOT NULL, text_hash TEXT NOT NULL, embedding BLOB NOT NULL, created_at TEXT NOT NULL, UNIQUE (level, owner_id, model_version) );
+CREATE TRIGGER archive_streams_source_insert AFTER INSERT ON archive_streams BEGIN INSERT INTO archive_source_changes (source_path) VALUES (new.source_path); END;
+CREATE TRIGGER archive_streams_source_update AFTER UPDATE OF source_path ON archive_streams WHEN old.source_path IS NOT new.source_path BEGIN INSERT INTO archive_source_changes (source_path) VALUES (new.source_path); END;
 CREATE TRIGGER chunks_embed_enqueue AFTER INSERT ON chunks BEGIN INSERT INTO embed_jobs (level, owner_id) VALUES ('chunk', new.id); END;
 CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN INSERT INTO chunks_fts(chunks_fts, rowid, body) VALUES ('delete', old.id, coalesce(old.fts_text, old.content)); END;
 CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN INSERT INTO chunks_fts(rowid, body) VALUES (new.id, coalesce(new.fts_text, new.content)); END;

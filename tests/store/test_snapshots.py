@@ -10,7 +10,8 @@ import pytest
 
 from memex.ingest.indexer import discover, index_transcripts
 from memex.ingest.state import stored_streams
-from memex.store import stream_snapshot, streams
+from memex.store import snapshots, streams
+from memex.store.archive import archive_rows
 from memex.store.db import connect, connect_readonly
 from transcripts import ClaudeSession, retry_projects, simple_turn
 
@@ -23,13 +24,13 @@ def truth(conn) -> dict[str, tuple]:  # type: ignore[no-untyped-def]
 
 
 def snapshot_at(conn) -> int | None:  # type: ignore[no-untyped-def]
-    found = conn.execute("SELECT last_change FROM stream_snapshot").fetchone()
+    found = conn.execute("SELECT last_change FROM snapshots WHERE kind = 'streams'").fetchone()
     return found[0] if found else None
 
 
 def fresh_snapshot(conn) -> int:  # type: ignore[no-untyped-def]
     """Drop the snapshot and read: the read takes it again, covering every change so far."""
-    conn.execute("DELETE FROM stream_snapshot")
+    conn.execute("DELETE FROM snapshots")
     assert stored_streams(conn) == truth(conn)
     at = snapshot_at(conn)
     assert at is not None and conn.execute("SELECT count(*) FROM stream_changes").fetchone()[0] == 0
@@ -115,7 +116,7 @@ def test_index_runs_over_changed_files_keep_it_exact(conn, config, indexed) -> N
 
 def test_a_long_log_is_read_row_by_row_and_the_snapshot_taken_again(conn, config, indexed, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     at = fresh_snapshot(conn)
-    monkeypatch.setattr(stream_snapshot, "RETAKE_AFTER_CHANGES", 3)
+    monkeypatch.setattr(snapshots, "RETAKE_AFTER_CHANGES", 3)
     conn.execute("UPDATE sessions SET file_size = file_size + 1")  # FILES changes: more than 3
     assert stored_streams(conn) == truth(conn)
     assert snapshot_at(conn) > at and conn.execute("SELECT count(*) FROM stream_changes").fetchone()[0] == 0
@@ -126,15 +127,34 @@ def test_a_long_log_is_read_row_by_row_and_the_snapshot_taken_again(conn, config
 def test_an_older_snapshot_never_replaces_a_newer_one(conn, indexed) -> None:  # type: ignore[no-untyped-def]
     at = fresh_snapshot(conn)
     conn.execute("UPDATE sessions SET file_size = file_size + 1 WHERE rowid = 1")
-    assert stream_snapshot.take(conn, [], at - 1)  # a slower process's, taken before: refused
+    assert snapshots.take(conn, snapshots.STREAMS, [], at - 1)  # a slower process's, taken before: refused
     assert snapshot_at(conn) == at and stored_streams(conn) == truth(conn)
 
 
 def test_a_read_only_connection_reads_it_without_writing(conn, config, indexed) -> None:  # type: ignore[no-untyped-def]
-    conn.execute("DELETE FROM stream_snapshot")
+    conn.execute("DELETE FROM snapshots")
     reader = connect_readonly(config.db_path, 1_000)
     try:
         assert stored_streams(reader) == truth(conn)  # no snapshot to take on a read-only store: no error
     finally:
         reader.close()
     assert snapshot_at(conn) is None
+
+
+def test_the_archive_sources_snapshot_misses_no_copy(conn, config, indexed) -> None:  # type: ignore[no-untyped-def]
+    every = {path for (path,) in conn.execute("SELECT source_path FROM archive_streams")}
+    assert len(every) == FILES and snapshots.archive_sources(conn) == every  # taken now
+    other = connect(config.db_path)
+    try:
+        other.execute("UPDATE archive_streams SET source_path = '/moved/a.jsonl' WHERE rowid = 1")
+        other.execute(
+            "INSERT OR REPLACE INTO archive_streams (session_id, agent_id, agent, source_path, archive_path, "
+            "raw_bytes, stored_bytes, pieces, updated_at) VALUES ('s-new', '', 'claude', '/new/b.jsonl', 'x', 1, 1, "
+            "1, 'now')"
+        )
+    finally:
+        other.close()
+    assert {"/moved/a.jsonl", "/new/b.jsonl"} <= snapshots.archive_sources(conn)
+    found = {row.source_path for row in archive_rows(conn, outside=every)}
+    assert found == {"/moved/a.jsonl", "/new/b.jsonl"}  # the copies whose source was not found
+    assert archive_rows(conn, outside=every | found) == []
