@@ -587,8 +587,9 @@ MIGRATIONS: list[str] = [
     # 11: snapshots of what every `memex index` reads whole (`memex.store.snapshots`): the stored streams
     # (each transcript's stored size, time and stream) and the archive's source paths, each one marshal'd
     # value, with the log of what changed since it was taken, which triggers keep in the transaction of
-    # every change. A reader takes a snapshot with its log in one read transaction, so what it gets is the
-    # store's own state, whoever wrote to it and however.
+    # every change (a changed stream: the path it had, and its key now, to read it again). A reader takes a
+    # snapshot with its log in one read transaction, so what it gets is the store's own state, whoever wrote
+    # to it and however.
     """
     CREATE TABLE snapshots (
         kind TEXT PRIMARY KEY,
@@ -608,8 +609,7 @@ MIGRATIONS: list[str] = [
     WHEN old.transcript_path IS NOT new.transcript_path OR old.file_size IS NOT new.file_size
         OR old.file_mtime_ns IS NOT new.file_mtime_ns OR old.agent IS NOT new.agent
         OR old.session_id IS NOT new.session_id BEGIN
-        INSERT INTO stream_changes (old_path, session_id, agent_id) VALUES (old.transcript_path, old.session_id, '');
-        INSERT INTO stream_changes (old_path, session_id, agent_id) VALUES (NULL, new.session_id, '');
+        INSERT INTO stream_changes (old_path, session_id, agent_id) VALUES (old.transcript_path, new.session_id, '');
         INSERT INTO stream_changes (old_path, session_id, agent_id)
             SELECT transcript_path, session_id, agent_id FROM subagent_sessions
             WHERE session_id IN (old.session_id, new.session_id)
@@ -626,8 +626,7 @@ MIGRATIONS: list[str] = [
         OR old.file_mtime_ns IS NOT new.file_mtime_ns OR old.session_id IS NOT new.session_id
         OR old.agent_id IS NOT new.agent_id BEGIN
         INSERT INTO stream_changes (old_path, session_id, agent_id)
-            VALUES (old.transcript_path, old.session_id, old.agent_id);
-        INSERT INTO stream_changes (old_path, session_id, agent_id) VALUES (NULL, new.session_id, new.agent_id);
+            VALUES (old.transcript_path, new.session_id, new.agent_id);
     END;
     CREATE TRIGGER subagent_sessions_stream_delete AFTER DELETE ON subagent_sessions BEGIN
         INSERT INTO stream_changes (old_path, session_id, agent_id)
