@@ -17,6 +17,8 @@ TOOL_ONLY = "exchangeCodeForTokens"
 
 # What migrations 9 to 11 added, removed again to turn a store made today into the store version 8 made.
 _DOWNGRADE = """
+DROP TRIGGER stream_changes_bound;
+DROP TRIGGER archive_source_changes_bound;
 DROP TRIGGER sessions_stream_insert;
 DROP TRIGGER sessions_stream_update;
 DROP TRIGGER sessions_stream_delete;

@@ -124,6 +124,15 @@ def test_a_long_log_is_read_row_by_row_and_the_snapshot_taken_again(conn, config
     assert stored_streams(conn) == truth(conn)
 
 
+def test_a_store_no_index_reads_keeps_its_log_short(conn, indexed) -> None:  # type: ignore[no-untyped-def]
+    fresh_snapshot(conn)
+    for _ in range(6_000 // FILES):  # a hook's ingests, and no `memex index` to take the snapshot again
+        conn.execute("UPDATE sessions SET file_size = file_size + 1")
+    assert snapshot_at(conn) is None  # far past use: gone, with the log it needed
+    assert conn.execute("SELECT count(*) FROM stream_changes").fetchone()[0] <= 4_096 + 1_024
+    assert stored_streams(conn) == truth(conn)
+
+
 def test_an_older_snapshot_never_replaces_a_newer_one(conn, indexed) -> None:  # type: ignore[no-untyped-def]
     at = fresh_snapshot(conn)
     conn.execute("UPDATE sessions SET file_size = file_size + 1 WHERE rowid = 1")

@@ -644,6 +644,20 @@ MIGRATIONS: list[str] = [
         INSERT INTO archive_source_changes (source_path) VALUES (new.source_path);
     END;
     CREATE INDEX archive_streams_source_path ON archive_streams(source_path);
+    -- A store that no `memex index` reads (a hook's ingests only) keeps its logs short: every 1,024th change,
+    -- a snapshot 4,096 changes old (far past use: a reader reads row by row past 256) goes, and with it the
+    -- log it needed.
+    CREATE TRIGGER stream_changes_bound AFTER INSERT ON stream_changes WHEN new.id % 1024 = 0 BEGIN
+        DELETE FROM snapshots WHERE kind = 'streams' AND last_change < new.id - 4096;
+        DELETE FROM stream_changes WHERE id < new.id - 4096
+            AND NOT EXISTS (SELECT 1 FROM snapshots WHERE kind = 'streams');
+    END;
+    CREATE TRIGGER archive_source_changes_bound AFTER INSERT ON archive_source_changes
+    WHEN new.id % 1024 = 0 BEGIN
+        DELETE FROM snapshots WHERE kind = 'archive_sources' AND last_change < new.id - 4096;
+        DELETE FROM archive_source_changes WHERE id < new.id - 4096
+            AND NOT EXISTS (SELECT 1 FROM snapshots WHERE kind = 'archive_sources');
+    END;
     """,
 ]
 # The first migration that has the snapshots: any later one drops them (a migration may rebuild a table the
