@@ -129,6 +129,32 @@ def print_table(console: Console, columns: Sequence[TableColumn], rows: Sequence
     console.print(table)
 
 
+def print_summary(console: Console, title: str, rows: Sequence[tuple[str, str]]) -> None:
+    """A command's summary: a title over labels (bold) and values (right-aligned), as
+    `rich.table.Table(title=title, show_header=False, box=None)` prints it on a console that prints strings
+    as they are. Laid out here and written straight when rich would print the characters unchanged (as
+    `print_table`): the table alone is rich's only use in a `memex index` that writes to a pipe."""
+    styled = console.is_terminal or console.color_system is not None
+    if rows and not styled and all(cell.isprintable() for row in rows for cell in row) and title.isprintable():
+        labels, values = max(_cells(label) for label, _ in rows), max(_cells(value) for _, value in rows)
+        width = labels + values + 4  # a space either side of every cell
+        if width <= console.width and _cells(title) <= width:
+            left = (width - _cells(title)) // 2
+            lines = [" " * left + title + " " * (width - _cells(title) - left)] if title else []
+            for label, value in rows:
+                lines.append(f" {label}{' ' * (labels - _cells(label))}  {' ' * (values - _cells(value))}{value} ")
+            console.file.write("".join(line + "\n" for line in lines))
+            return
+    from rich.table import Table
+
+    table = Table(title=title, show_header=False, box=None)
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    for label, value in rows:
+        table.add_row(label, value)
+    console.print(table)
+
+
 def _plain(cell: TextType) -> str:
     return cell.plain if isinstance(cell, Text) else cell
 
