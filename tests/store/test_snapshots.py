@@ -167,3 +167,16 @@ def test_the_archive_sources_snapshot_misses_no_copy(conn, config, indexed) -> N
     found = {row.source_path for row in archive_rows(conn, outside=every)}
     assert found == {"/moved/a.jsonl", "/new/b.jsonl"}  # the copies whose source was not found
     assert archive_rows(conn, outside=every | found) == []
+
+
+def test_a_later_migration_drops_the_snapshots(conn, indexed, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from memex.store import db
+
+    fresh_snapshot(conn)
+    snapshots.archive_sources(conn)
+    later = [*db.MIGRATIONS, "CREATE TABLE later_one (x INTEGER);"]  # one that might rebuild a watched table
+    monkeypatch.setattr(db, "MIGRATIONS", later)
+    monkeypatch.setattr(db, "SCHEMA_VERSION", len(later))
+    db.migrate(conn)
+    assert conn.execute("SELECT count(*) FROM snapshots").fetchone()[0] == 0
+    assert stored_streams(conn) == truth(conn)
