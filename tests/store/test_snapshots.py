@@ -180,3 +180,35 @@ def test_a_later_migration_drops_the_snapshots(conn, indexed, monkeypatch) -> No
     db.migrate(conn)
     assert conn.execute("SELECT count(*) FROM snapshots").fetchone()[0] == 0
     assert stored_streams(conn) == truth(conn)
+
+
+def mirrored(conn) -> set[str]:  # type: ignore[no-untyped-def]
+    return {row[0] for row in conn.execute("SELECT session_id FROM mirror_records")}
+
+
+def test_a_mirror_that_went_is_built_again_by_the_next_run(conn, config, indexed) -> None:  # type: ignore[no-untyped-def]
+    root, _ = indexed
+    every = mirrored(conn)
+    assert len(every) == FILES
+    assert snapshots.sessions_to_check(conn)[0] == set()  # checked: nothing named since
+    gone = sorted(every)[:2]
+    other = connect(config.db_path)
+    try:
+        other.execute(f"DELETE FROM mirror_records WHERE session_id IN ('{gone[0]}', '{gone[1]}')")
+    finally:
+        other.close()
+    assert snapshots.sessions_to_check(conn)[0] == set(gone)
+    report = index_transcripts(conn, config, discover({"claude": [root]}))
+    assert report.files_changed == 0 and report.mirrors == 2 and mirrored(conn) == every
+    assert snapshots.sessions_to_check(conn)[0] == set()
+
+
+def test_every_session_is_checked_when_the_log_no_longer_covers_the_span(conn, config, indexed, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    root, _ = indexed
+    every = mirrored(conn)
+    monkeypatch.setattr(snapshots, "RETAKE_AFTER_CHANGES", 0)
+    conn.execute("DELETE FROM mirror_records WHERE rowid = (SELECT min(rowid) FROM mirror_records)")
+    stored_streams(conn)  # takes the snapshot again: the log it covers, the deletion among it, is dropped
+    assert snapshots.sessions_to_check(conn)[0] is None
+    report = index_transcripts(conn, config, discover({"claude": [root]}))
+    assert report.mirrors == 1 and mirrored(conn) == every

@@ -119,6 +119,7 @@ def migrate(conn: sqlite3.Connection) -> int:
                 conn.execute(statement)
             if number + 1 > SNAPSHOTS_VERSION:
                 conn.execute("DELETE FROM snapshots")
+                conn.execute("DELETE FROM mirror_check")
             conn.execute(f"PRAGMA user_version = {number + 1}")
             conn.execute("COMMIT")
         except BaseException:

@@ -608,7 +608,7 @@ MIGRATIONS: list[str] = [
     CREATE TRIGGER sessions_stream_update AFTER UPDATE ON sessions
     WHEN old.transcript_path IS NOT new.transcript_path OR old.file_size IS NOT new.file_size
         OR old.file_mtime_ns IS NOT new.file_mtime_ns OR old.agent IS NOT new.agent
-        OR old.session_id IS NOT new.session_id BEGIN
+        OR old.session_id IS NOT new.session_id OR old.computer IS NOT new.computer BEGIN
         INSERT INTO stream_changes (old_path, session_id, agent_id) VALUES (old.transcript_path, new.session_id, '');
         INSERT INTO stream_changes (old_path, session_id, agent_id)
             SELECT transcript_path, session_id, agent_id FROM subagent_sessions
@@ -632,6 +632,20 @@ MIGRATIONS: list[str] = [
         INSERT INTO stream_changes (old_path, session_id, agent_id)
             VALUES (old.transcript_path, old.session_id, old.agent_id);
     END;
+    -- The stream log also names the sessions whose mirror went (or moved): with the streams that changed,
+    -- those are the only sessions that can have come to hold conversation without a mirror since the last
+    -- check (`mirror_check`: the last change it covered; memex.ingest.indexer.backfill_mirrors).
+    CREATE TRIGGER mirror_records_stream_delete AFTER DELETE ON mirror_records BEGIN
+        INSERT INTO stream_changes (old_path, session_id, agent_id) VALUES (NULL, old.session_id, '');
+    END;
+    CREATE TRIGGER mirror_records_stream_update AFTER UPDATE ON mirror_records
+    WHEN old.session_id IS NOT new.session_id OR old.computer IS NOT new.computer BEGIN
+        INSERT INTO stream_changes (old_path, session_id, agent_id) VALUES (NULL, old.session_id, '');
+    END;
+    CREATE TABLE mirror_check (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        verified INTEGER NOT NULL
+    );
     CREATE TABLE archive_source_changes (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
         source_path TEXT NOT NULL

@@ -123,28 +123,66 @@ _LOGS = {STREAMS: "stream_changes", ARCHIVE_SOURCES: "archive_source_changes"}
 
 def take(conn: sqlite3.Connection, kind: str, value: list[Any], last_change: int) -> bool:
     """Store `value` (plain tuples and strings: the state as of `last_change`) as the snapshot of `kind` and
-    drop the log it covers, unless a newer snapshot is there already. Only when the store is free at once: a
-    snapshot is never worth waiting for a writer (nor possible on a read-only store). Returns whether it
-    was stored."""
+    drop the log it covers, unless a newer snapshot is there already (only when the store is free at once,
+    `_when_free`). Returns whether it was stored."""
+    return _when_free(
+        conn,
+        (
+            "INSERT INTO snapshots (kind, last_change, data) VALUES (?, ?, ?) ON CONFLICT (kind) DO UPDATE "
+            "SET last_change = excluded.last_change, data = excluded.data "
+            "WHERE excluded.last_change >= snapshots.last_change",
+            (kind, last_change, marshal.dumps(value)),
+        ),
+        (f"DELETE FROM {_LOGS[kind]} WHERE id <= (SELECT last_change FROM snapshots WHERE kind = ?)", (kind,)),
+    )
+
+
+def sessions_to_check(conn: sqlite3.Connection) -> tuple[set[str] | None, int]:
+    """The sessions that can have come to hold conversation without a mirror since the last check (their
+    stream changed, or their mirror went: the stream log names both), or None when the log no longer
+    covers that span (every session is to be checked); and the last change the answer covers."""
+    with _reading(conn) as cursor:
+        try:
+            checked = cursor.execute("SELECT verified FROM mirror_check").fetchone()
+        except sqlite3.OperationalError:  # a store not migrated yet
+            return None, 0
+        last = cursor.execute("SELECT seq FROM sqlite_sequence WHERE name = 'stream_changes'").fetchone()
+        last = last[0] if last else 0
+        if checked is None or checked[0] > last:
+            return None, last
+        named = cursor.execute("SELECT session_id FROM stream_changes WHERE id > ?", (checked[0],)).fetchall()
+        if len(named) != last - checked[0]:  # ids are never reused: a gap is a span the log dropped
+            return None, last
+        return {session_id for (session_id,) in named}, last
+
+
+def sessions_checked(conn: sqlite3.Connection, last_change: int) -> None:
+    """Record that every session is known to have its mirror as of `last_change` (when the store is free)."""
+    _when_free(
+        conn,
+        (
+            "INSERT INTO mirror_check (id, verified) VALUES (1, ?) ON CONFLICT (id) DO UPDATE "
+            "SET verified = excluded.verified WHERE excluded.verified > mirror_check.verified",
+            (last_change,),
+        ),
+    )
+
+
+def _when_free(conn: sqlite3.Connection, *statements: tuple[str, tuple[Any, ...]]) -> bool:
+    """Run `statements` in one write transaction if the store is free at once: what they keep is never
+    worth waiting for a writer for (nor possible on a read-only store). Returns whether they ran."""
     waited = conn.execute("PRAGMA busy_timeout").fetchone()[0]
     conn.execute("PRAGMA busy_timeout = 0")
     try:
         conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.execute(
-                "INSERT INTO snapshots (kind, last_change, data) VALUES (?, ?, ?) ON CONFLICT (kind) DO UPDATE "
-                "SET last_change = excluded.last_change, data = excluded.data "
-                "WHERE excluded.last_change >= snapshots.last_change",
-                (kind, last_change, marshal.dumps(value)),
-            )
-            conn.execute(
-                f"DELETE FROM {_LOGS[kind]} WHERE id <= (SELECT last_change FROM snapshots WHERE kind = ?)", (kind,)
-            )
+            for sql, parameters in statements:
+                conn.execute(sql, parameters)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-    except sqlite3.OperationalError:  # busy, read-only, full: the next run takes it
+    except sqlite3.OperationalError:  # busy, read-only, full: the next run does it
         return False
     finally:
         conn.execute(f"PRAGMA busy_timeout = {int(waited)}")
