@@ -12,6 +12,8 @@ from one value costs a fifth of that. Two things are kept so (migration 11):
 
 A snapshot whose log has grown long is not used: the rows are read one by one, and kept as the new
 snapshot with the log they cover dropped (by a writer that finds the store free, else by a later run).
+The stream log also names the sessions whose mirror went, so the check for sessions without a mirror
+looks only at those it names since the last check (`sessions_to_check`).
 """
 
 from __future__ import annotations
