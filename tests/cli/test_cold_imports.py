@@ -88,7 +88,16 @@ def test_quick_read_commands_import_nothing_heavy(indexed: None, args: list[str]
 
 def test_the_check_sees_a_heavy_import(indexed: None) -> None:
     """The same check on a command that needs some of them (indexing, with its progress bar) finds them."""
-    assert {"memex.ingest", "rich.progress"} <= set(heavy_among(imported_by("index", "--no-embed", str(CODEX))))
+    assert {"memex.ingest", "memex.archive"} <= set(heavy_among(imported_by("index", "--no-embed", str(CODEX))))
+
+
+def test_an_index_that_finds_nothing_new_stays_light(indexed: None) -> None:
+    """`memex index` over what is indexed already, writing to pipes: no progress bar is drawn (no
+    rich.progress), no summary through rich (rich.table), no archive piece is read or written (no zstandard),
+    no transcript is parsed."""
+    modules = imported_by("index", "--no-embed", str(HILLVIEW), str(CODEX))
+    assert {"memex.ingest.indexer", "memex.sources.records"} <= modules  # the folders were walked
+    assert sorted({"rich.progress", "rich.table", "zstandard", "memex.ingest.pipeline"} & modules) == []
 
 
 def run_with_teardown_mark(*args: str) -> subprocess.CompletedProcess[str]:

@@ -9,9 +9,10 @@ import io
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 
-from memex.cli.render import TableColumn, print_line, print_table
+from memex.cli.render import TableColumn, print_line, print_summary, print_table
 
 # Words and runs of spaces (where wrapping decides), wide and combining characters, tabs and control ones.
 PIECES = ["abc", "defghij", "x" * 12, "-./", " ", "   ", "…", "·", "é", "e\u0301", "界", "界界界", "👍", "❤\ufe0f"]
@@ -119,3 +120,39 @@ def test_print_table_cuts_a_long_project_and_title_as_rich_does() -> None:
     assert "\x1b[" in styled and styled == rich_table(COLUMNS, rows, 80, terminal=True)
     rows[1][5] = "a title\nover two lines\twith a tab"  # rich's layout, left to rich
     assert tabled(COLUMNS, rows, 80) == rich_table(COLUMNS, rows, 80)
+
+
+CELL = st.lists(st.sampled_from(PIECES), max_size=6).map("".join)
+
+
+@given(st.lists(st.tuples(CELL, CELL), max_size=6), CELL, st.integers(min_value=1, max_value=60), st.booleans())
+def test_print_summary_writes_what_rich_prints(
+    rows: list[tuple[str, str]], title: str, width: int, terminal: bool
+) -> None:
+    outputs = []
+    for plain in (False, True):
+        file = io.StringIO()
+        if plain:
+            print_summary(console(file, width, terminal), title, rows)
+        else:
+            table = Table(title=title, show_header=False, box=None)
+            table.add_column(style="bold")
+            table.add_column(justify="right")
+            for label, value in rows:
+                table.add_row(label, value)
+            console(file, width, terminal).print(table)
+        outputs.append(file.getvalue())
+    assert outputs[1] == outputs[0]
+
+
+def test_print_summary_lays_out_the_index_summary_itself() -> None:
+    rows = [("files", "20000"), ("changed", "0"), ("bad lines skipped", "0"), ("seconds", "0.048")]
+    file = io.StringIO()
+    print_summary(console(file, 160), "memex index", rows)
+    assert file.getvalue().splitlines() == [
+        "       memex index        ",
+        " files              20000 ",
+        " changed                0 ",
+        " bad lines skipped      0 ",
+        " seconds            0.048 ",
+    ]

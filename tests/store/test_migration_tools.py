@@ -15,8 +15,25 @@ from memex.store.migrations import MIGRATIONS
 
 TOOL_ONLY = "exchangeCodeForTokens"
 
-# What migration 9 added, removed again to turn a store made today into the store version 8 made.
+# What migrations 9 to 11 added, removed again to turn a store made today into the store version 8 made.
 _DOWNGRADE = """
+DROP TRIGGER stream_changes_bound;
+DROP TRIGGER archive_source_changes_bound;
+DROP TRIGGER sessions_stream_insert;
+DROP TRIGGER sessions_stream_update;
+DROP TRIGGER sessions_stream_delete;
+DROP TRIGGER subagent_sessions_stream_insert;
+DROP TRIGGER subagent_sessions_stream_update;
+DROP TRIGGER subagent_sessions_stream_delete;
+DROP TRIGGER mirror_records_stream_delete;
+DROP TRIGGER mirror_records_stream_update;
+DROP TABLE mirror_check;
+DROP TABLE stream_changes;
+DROP TRIGGER archive_streams_source_insert;
+DROP TRIGGER archive_streams_source_update;
+DROP INDEX archive_streams_source_path;
+DROP TABLE archive_source_changes;
+DROP TABLE snapshots;
 DROP TABLE IF EXISTS archive_listings;
 DROP TRIGGER tool_outputs_fts_insert;
 DROP TRIGGER tool_outputs_fts_delete;
@@ -56,7 +73,7 @@ def test_a_version_8_store_gains_role_search_at_once_and_tool_output_on_the_next
 
     conn = connect(path)  # migrates
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 10
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 11
         pending = conn.execute("SELECT count(*) FROM tool_output_backfill").fetchone()[0]
         streams = conn.execute("SELECT count(DISTINCT session_id || '/' || agent_id) FROM turns").fetchone()[0]
         assert pending == streams > 0

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import os
 import re
 import sqlite3
@@ -71,6 +70,8 @@ def archive_root(config: Config) -> Path:
 def _safe(name: str) -> str:
     clean = _UNSAFE.sub("_", name)[:100]
     if clean != name:  # two names made the same by the cleaning stay apart
+        import hashlib
+
         clean += "-" + hashlib.blake2b(name.encode(), digest_size=4).hexdigest()
     return clean or "_"
 

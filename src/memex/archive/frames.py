@@ -17,14 +17,12 @@ every complete piece and a writer cuts the rest off before appending.
 
 from __future__ import annotations
 
-import hashlib
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import orjson
-import zstandard
 
 from memex.errors import ArchiveCorrupt
 
@@ -43,6 +41,8 @@ MAX_META_BYTES = 65_536
 
 def digest(data: bytes) -> str:
     """The hash the archive keeps of a piece's bytes (and of the head of the archived part)."""
+    import hashlib  # hashlib and zstandard are imported when a piece is made or read (OpenSSL alone: 3 ms)
+
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
@@ -92,6 +92,8 @@ def header(info: dict[str, Any]) -> bytes:
 def piece(raw: bytes, offset: int, head_hash: str, level: int, mtime_ns: int | None = None) -> bytes:
     """A piece (description and frame) holding `raw`, the transcript's bytes from `offset` (`mtime_ns`: the
     source's modification time, so a store rebuilt from the archive knows it)."""
+    import zstandard
+
     frame = zstandard.ZstdCompressor(level=level, write_checksum=True, write_content_size=True).compress(raw)
     meta: dict[str, Any] = {"o": offset, "n": len(raw), "c": len(frame), "h": digest(raw), "a": head_hash}
     if mtime_ns is not None:
@@ -154,6 +156,8 @@ def read_piece(handle: BinaryIO, item: Piece) -> bytes:
     """The transcript bytes of one piece, checked against its hash."""
     handle.seek(item.frame_at)
     frame = handle.read(item.frame_length)
+    import zstandard
+
     try:
         raw = zstandard.ZstdDecompressor().decompress(frame, max_output_size=item.length)
     except zstandard.ZstdError as exc:

@@ -5,11 +5,9 @@ from __future__ import annotations
 import contextlib
 
 import click
-from rich.progress import Progress
-from rich.table import Table
 
 from memex.cli.app import App
-from memex.cli.render import count_progress
+from memex.cli.render import Bar, count_progress, print_summary
 from memex.embed.worker import DrainReport, EmbedBusy
 
 
@@ -28,7 +26,7 @@ def run_embed(app: App, max_jobs: int | None = None) -> DrainReport:
 
     app.on_interrupt = interrupted
     with contextlib.ExitStack() as stack:
-        bars: list[Progress] = []
+        bars: list[Bar] = []
 
         def start(total: int) -> None:
             bars.append(stack.enter_context(count_progress(app.err, total, "Embedding")))
@@ -47,21 +45,20 @@ def drain_quietly(app: App, max_jobs: int | None = None) -> DrainReport:
 
 
 def print_report(app: App, report: DrainReport, waiting: int) -> None:
-    table = Table(title="memex embed", show_header=False, box=None)
-    table.add_column(style="bold")
-    table.add_column(justify="right")
-    for label, value in [
-        ("embedded", report.embedded),
-        *((f"  {level}", n) for level, n in report.by_level.items()),
-        ("already embedded", report.reused),
-        ("sessions taken from their turns", report.from_turns),
-        ("failed (will retry)", report.failed),
-        ("still queued", waiting),
-        ("per second", f"{report.per_second:.1f}"),
-        ("seconds", f"{report.seconds:.1f}"),
-    ]:
-        table.add_row(label, str(value))
-    app.out.print(table)
+    rows = [
+        (label, str(value))
+        for label, value in [
+            ("embedded", report.embedded),
+            *((f"  {level}", n) for level, n in report.by_level.items()),
+            ("already embedded", report.reused),
+            ("sessions taken from their turns", report.from_turns),
+            ("failed (will retry)", report.failed),
+            ("still queued", waiting),
+            ("per second", f"{report.per_second:.1f}"),
+            ("seconds", f"{report.seconds:.1f}"),
+        ]
+    ]
+    print_summary(app.out, "memex embed", rows)
 
 
 def report_dict(report: DrainReport, waiting: int) -> dict[str, object]:

@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from rich.table import Table
 from rich.text import Text
 
 from memex.cli.app import App
-from memex.cli.render import byte_progress
+from memex.cli.render import byte_progress, print_summary
 from memex.errors import UserError
 from memex.ingest.report import IDLE
 from memex.sources import ADAPTERS
@@ -102,30 +101,29 @@ def index_command(
     if not found.transcripts and not found.unchanged and not report.failed and not report.refused:
         where = ", ".join(str(p) for ps in found.roots.values() for p in ps)
         app.err.print(f"No transcripts found under {where}.")
-    table = Table(title="memex index", show_header=False, box=None)
-    table.add_column(style="bold")
-    table.add_column(justify="right")
     rows = report.as_dict()
-    for label, key in [
-        ("files", "files"),
-        ("changed", "files_changed"),
-        ("sessions", "sessions"),
-        ("subagents", "subagents"),
-        ("turns written", "turns"),
-        ("lines read", "lines"),
-        ("bad lines skipped", "bad_lines"),
-        ("missing files", "missing_files"),
-        ("failed files", "failed_files"),
-        ("mirrors written", "mirrors"),
-        ("seconds", "seconds"),
-    ]:
-        table.add_row(label, str(rows[key]))
+    summary = [
+        (label, str(rows[key]))
+        for label, key in [
+            ("files", "files"),
+            ("changed", "files_changed"),
+            ("sessions", "sessions"),
+            ("subagents", "subagents"),
+            ("turns written", "turns"),
+            ("lines read", "lines"),
+            ("bad lines skipped", "bad_lines"),
+            ("missing files", "missing_files"),
+            ("failed files", "failed_files"),
+            ("mirrors written", "mirrors"),
+            ("seconds", "seconds"),
+        ]
+    ]
     if report.tool_output_streams:  # once, after the upgrade that made tool output searchable
-        table.add_row("tool output read from earlier files", str(report.tool_output_streams))
+        summary.append(("tool output read from earlier files", str(report.tool_output_streams)))
     if embedded is not None:
-        table.add_row("vectors computed", str(embedded["embedded"]))
-        table.add_row("still to embed", str(embedded["queued"]))
-    app.out.print(table)
+        summary.append(("vectors computed", str(embedded["embedded"])))
+        summary.append(("still to embed", str(embedded["queued"])))
+    print_summary(app.out, "memex index", summary)
     _exit_status(report)
 
 

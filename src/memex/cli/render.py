@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from itertools import pairwise
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rich.text import Text, TextType
 
@@ -14,7 +14,7 @@ from memex.textutil import display_time, plain_title, shorten
 # Progress bars are imported by the commands that draw them (rich.progress costs a read command's start).
 if TYPE_CHECKING:
     from rich.console import Console
-    from rich.progress import Progress, ProgressColumn, TaskID
+    from rich.progress import TaskID
 
 
 def short_time(timestamp: str | None, utc: bool = False) -> str:
@@ -129,6 +129,32 @@ def print_table(console: Console, columns: Sequence[TableColumn], rows: Sequence
     console.print(table)
 
 
+def print_summary(console: Console, title: str, rows: Sequence[tuple[str, str]]) -> None:
+    """A command's summary: a title over labels (bold) and values (right-aligned), as
+    `rich.table.Table(title=title, show_header=False, box=None)` prints it on a console that prints strings
+    as they are. Laid out here and written straight when rich would print the characters unchanged (as
+    `print_table`): the table alone is rich's only use in a `memex index` that writes to a pipe."""
+    styled = console.is_terminal or console.color_system is not None
+    if rows and not styled and all(cell.isprintable() for row in rows for cell in row) and title.isprintable():
+        labels, values = max(_cells(label) for label, _ in rows), max(_cells(value) for _, value in rows)
+        width = labels + values + 4  # a space either side of every cell
+        if width <= console.width and _cells(title) <= width:
+            left = (width - _cells(title)) // 2
+            lines = [" " * left + title + " " * (width - _cells(title) - left)] if title else []
+            for label, value in rows:
+                lines.append(f" {label}{' ' * (labels - _cells(label))}  {' ' * (values - _cells(value))}{value} ")
+            console.file.write("".join(line + "\n" for line in lines))
+            return
+    from rich.table import Table
+
+    table = Table(title=title, show_header=False, box=None)
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    for label, value in rows:
+        table.add_row(label, value)
+    console.print(table)
+
+
 def _plain(cell: TextType) -> str:
     return cell.plain if isinstance(cell, Text) else cell
 
@@ -182,38 +208,58 @@ def _reduce_evenly(excess: int, widths: list[int]) -> list[int]:
     return result
 
 
-@contextmanager
-def _progress(console: Console, total: int, description: str, counter: ProgressColumn) -> Iterator[Progress]:
-    """A progress bar on the console (hidden when it is not a terminal), with a `current` field."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+class Bar(Protocol):
+    """What a command does with a progress bar (`rich.progress.Progress`, or `_Hidden` off a terminal)."""
 
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        counter,
-        TimeRemainingColumn(),
-        TextColumn("{task.fields[current]}", style="dim", markup=False),  # a file name, as it is
+    @property
+    def task_ids(self) -> Sequence[Any]: ...
+
+    def update(
+        self, task_id: Any, *, total: float | None = None, advance: float | None = None, **fields: Any
+    ) -> None: ...
+
+
+class _Hidden:
+    """The bar of a console that is not a terminal: nothing is drawn, so rich.progress is not imported
+    (7 ms of a `memex index` run by a hook or a script)."""
+
+    task_ids: Sequence[Any] = (0,)
+
+    def update(self, task_id: Any, *, total: float | None = None, advance: float | None = None, **fields: Any) -> None:
+        pass
+
+
+@contextmanager
+def _progress(console: Console, total: int, description: str, counter: str) -> Iterator[Bar]:
+    """A progress bar on the console (none when it is not a terminal), with a `current` field; `counter`
+    names the rich.progress column that counts."""
+    if not console.is_terminal:
+        yield _Hidden()
+        return
+    from rich import progress as bars
+
+    progress = bars.Progress(
+        bars.TextColumn("[bold]{task.description}"),
+        bars.BarColumn(),
+        getattr(bars, counter)(),
+        bars.TimeRemainingColumn(),
+        bars.TextColumn("{task.fields[current]}", style="dim", markup=False),  # a file name, as it is
         console=console,
         transient=True,
-        disable=not console.is_terminal,
     )
     with progress:
         progress.add_task(description, total=total, current="")
         yield progress
 
 
-def byte_progress(console: Console, total: int, description: str) -> AbstractContextManager[Progress]:
+def byte_progress(console: Console, total: int, description: str) -> AbstractContextManager[Bar]:
     """A progress bar over bytes."""
-    from rich.progress import DownloadColumn
-
-    return _progress(console, total, description, DownloadColumn())
+    return _progress(console, total, description, "DownloadColumn")
 
 
-def count_progress(console: Console, total: int, description: str) -> AbstractContextManager[Progress]:
+def count_progress(console: Console, total: int, description: str) -> AbstractContextManager[Bar]:
     """A progress bar over items (n/total, time left)."""
-    from rich.progress import MofNCompleteColumn
-
-    return _progress(console, total, description, MofNCompleteColumn())
+    return _progress(console, total, description, "MofNCompleteColumn")
 
 
 @contextmanager

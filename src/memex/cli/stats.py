@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import click
-from rich.table import Table
 from rich.text import Text
 
 from memex.cli.app import App
 from memex.cli.options import json_option
+from memex.cli.render import print_summary
 
 
 @click.command("stats")
@@ -20,9 +20,7 @@ def stats_command(app: App, as_json: bool) -> None:
     if as_json:
         app.emit_json(stats)
         return
-    table = Table(title="memex stats", show_header=False, box=None)
-    table.add_column(style="bold")
-    table.add_column(justify="right")
+    rows = []
     errors = stats.pop("embed_errors")
     drift = stats.pop("unknown_record_types")
     versions = stats.pop("agent_versions")
@@ -36,8 +34,8 @@ def stats_command(app: App, as_json: bool) -> None:
             value = f"{value / 1_048_576:.1f} MiB"
         elif isinstance(value, dict):
             value = ", ".join(f"{k} {v}" for k, v in value.items()) or "—"
-        table.add_row(key.replace("_", " "), str(value))
-    app.out.print(table)
+        rows.append((key.replace("_", " "), str(value)))
+    print_summary(app.out, "memex stats", rows)
     if drift:
         head = Text("format drift", style="bold")
         head.append(": records of types memex does not know (newest first)")

@@ -30,6 +30,7 @@ from memex.sources.files import Sieve, Skipped
 from memex.sources.locations import agent_roots
 from memex.sources.model import Transcript
 from memex.store import mirrors as store_mirrors
+from memex.store import snapshots
 from memex.store.db import transaction
 
 if TYPE_CHECKING:
@@ -380,13 +381,19 @@ def _index_in_parallel(
 
 
 def backfill_mirrors(conn: sqlite3.Connection) -> int:
-    """Build the mirrors of sessions indexed before mirrors existed; returns how many were written."""
+    """Build the mirrors of sessions holding conversation without one (indexed before mirrors existed);
+    returns how many were written. Only the sessions the stream log names since the last check are looked
+    at (`memex.store.snapshots.sessions_to_check`): 20,000 sessions' mirrors and entries probed on every run
+    cost a run that finds nothing new 7% of its instructions."""
+    among, last = snapshots.sessions_to_check(conn)
     written = 0
-    for session_id in store_mirrors.sessions_without_mirror(conn):
+    for session_id in store_mirrors.sessions_without_mirror(conn, among):
         from memex.mirrors.build import refresh_mirror
 
         with transaction(conn):
             written += refresh_mirror(conn, session_id)
+    if among is None or among:
+        snapshots.sessions_checked(conn, last)
     return written
 
 

@@ -6,13 +6,12 @@ A stream is a session's main transcript (`sessions`) or one subagent transcript 
 from __future__ import annotations
 
 import functools
-import hashlib
 import operator
 import sqlite3
 from dataclasses import dataclass, fields
 from typing import BinaryIO, NamedTuple
 
-from memex.store import streams
+from memex.store import snapshots, streams
 
 # Bytes hashed at the head of the consumed part and just before the stop point: enough to tell an
 # append from a rewrite without reading the file again.
@@ -41,6 +40,8 @@ _COLUMNS = [f.name for f in fields(StreamState)]
 
 
 def _digest(handle: BinaryIO, start: int, length: int) -> str:
+    import hashlib  # only when a file is read: loading OpenSSL costs a run with nothing changed 3 ms
+
     handle.seek(start)
     return hashlib.blake2b(handle.read(length), digest_size=12).hexdigest()
 
@@ -89,6 +90,17 @@ class StoredStream(NamedTuple):
 
 
 def stored_streams(conn: sqlite3.Connection) -> dict[str, StoredStream]:
-    """Every ingested transcript by its stored (real) path: one read for a whole `memex index` run."""
-    rows = streams.every_stream(conn)  # tens of thousands: made into a dict without a Python-level call
+    """Every ingested transcript by its stored (real) path: one read for a whole `memex index` run, from the
+    store's snapshot of them and the log of what changed since (`memex.store.snapshots`)."""
+    found = snapshots.read_streams(conn)
+    known = _by_path(found.rows)  # tens of thousands: made into a dict without a Python-level call
+    for path in found.gone:
+        known.pop(path, None)
+    known.update(_by_path(found.fresh))
+    if found.retake:
+        snapshots.take(conn, snapshots.STREAMS, found.rows, found.last_change)
+    return known
+
+
+def _by_path(rows: list[snapshots.Row]) -> dict[str, StoredStream]:
     return dict(zip(map(_PATH, rows), map(functools.partial(tuple.__new__, StoredStream), rows), strict=True))

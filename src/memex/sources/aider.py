@@ -20,15 +20,16 @@ from datetime import datetime
 from functools import partial
 from pathlib import Path
 
-from memex.sources.files import Skipped, candidates, open_regular, problem, safe_resolve
+from memex.sources.files import Skipped, candidates, open_regular, safe_resolve
 from memex.sources.guard import checked
 from memex.sources.jsonl import DEFAULT_MAX_LINE_BYTES, RawLine
+from memex.sources.locations import AIDER_HISTORY
 from memex.sources.model import BadLine, Block, Entry, ToolUse, Transcript
 from memex.textutil import normalize_timestamp
 
 AGENT = "aider"
 INCREMENTAL = True
-FILE_NAME = ".aider.chat.history.md"
+FILE_NAME = AIDER_HISTORY
 _RUN = re.compile(r"^# aider chat started at (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})\s*$")
 _PROMPT = "#### "
 _OUTPUT = "> "  # and a bare ">"
@@ -71,16 +72,6 @@ def discover(roots: Iterable[Path], skipped: list[Skipped] | None = None) -> lis
         if transcript is not None:
             found[safe_resolve(path)] = transcript
     return sorted(found.values(), key=lambda t: str(t.path))
-
-
-def project_histories(projects: Iterable[str]) -> list[Path]:
-    """The history files of the given project folders (each looked up directly, never searched)."""
-    found = []
-    for project in projects:
-        path = Path(project) / FILE_NAME
-        if os.path.lexists(path) and problem(path) is None:
-            found.append(path)
-    return found
 
 
 def subagent_transcripts(session_path: Path) -> list[Transcript]:

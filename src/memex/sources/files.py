@@ -130,22 +130,25 @@ def _walk(folder: str, match: Callable[[str], object], sieve: Sieve | None) -> I
             entries = list(listing)
         prefix = folder.rstrip("/") + "/"
         known: Mapping[str, Sequence[object]] = sieve.known if sieve is not None else {}
-        for entry in entries:
+        agent = sieve.agent if sieve is not None else None
+        unchanged = sieve.unchanged if sieve is not None else set()
+        for entry in entries:  # per file as few calls as can be: a folder holds thousands of transcripts
             name = entry.name
             try:
-                is_folder = entry.is_dir(follow_symlinks=False)
-                regular = not is_folder and entry.is_file(follow_symlinks=False)
+                regular = entry.is_file(follow_symlinks=False)
+                is_folder = not regular and entry.is_dir(follow_symlinks=False)
             except OSError:
                 is_folder = regular = False
             if regular and match(name):
-                stored = known.get(prefix + name)
-                if stored is not None:
+                path = prefix + name
+                stored = known.get(path)
+                if stored is not None and stored[2] == agent:
                     try:
                         found = entry.stat(follow_symlinks=False)
                     except OSError:
                         found = None
-                    if found is not None and stored[:3] == (found.st_size, found.st_mtime_ns, sieve.agent):  # type: ignore[union-attr]
-                        sieve.unchanged.add(prefix + name)  # type: ignore[union-attr]
+                    if found is not None and stored[0] == found.st_size and stored[1] == found.st_mtime_ns:
+                        unchanged.add(path)
                         continue
             rest.append((name, is_folder, regular))
     except OSError:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from memex.config import Config
-from memex.sources import aider, cursor
+from memex.sources.files import problem
 
 # agent -> its folders: (setting, the agent's variable, the folder under that variable's value).
 _AGENT_HOMES: dict[str, list[tuple[str, str | None, str]]] = {
@@ -33,6 +33,9 @@ _MACOS_CURSOR_DB = Path("~/Library/Application Support/Cursor/User/globalStorage
 # Agents that keep histories in project folders (found through the folders memex already knows): Aider's
 # `.aider.chat.history.md`, SpecStory's `.specstory/history/` (Cursor chats).
 PROJECT_AGENTS = frozenset({"aider", "cursor"})
+# Their names in a project folder (kept here, not in the adapters: finding none must not import them).
+AIDER_HISTORY = ".aider.chat.history.md"
+SPECSTORY_FOLDER = ".specstory"
 # Editor extensions keep their tasks in the editor's global storage: `<editor>/User/globalStorage/<extension>`.
 _EDITOR_BASES = ("~/.config", "~/Library/Application Support", "~/AppData/Roaming")
 _EDITORS = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")
@@ -50,18 +53,34 @@ def editor_task_folders(extension: str, env: Mapping[str, str]) -> list[Path]:
 
 def _setting(config: Config, name: str, variable: str | None, below: str, env: Mapping[str, str]) -> Path:
     value: Path = getattr(config, name)
-    default: Path = getattr(Config(home=config.home), name).expanduser()
+    default: Path = getattr(Config, name).expanduser()  # the class holds each setting's default
     if variable and value == default and env.get(variable):
         return Path(env[variable]).expanduser() / below
     return value
 
 
+def project_histories(projects: Iterable[str]) -> list[Path]:
+    """The Aider history files of the given project folders (each looked up directly, never searched)."""
+    found = []
+    for project in projects:
+        path = Path(project) / AIDER_HISTORY
+        if os.path.lexists(path) and problem(path) is None:
+            found.append(path)
+    return found
+
+
+def project_exports(projects: Iterable[str]) -> list[Path]:
+    """The SpecStory history folders of the given project folders (looked up directly, never searched)."""
+    folders = [Path(p) / SPECSTORY_FOLDER / "history" for p in projects]
+    return [f for f in folders if f.is_dir()]
+
+
 def project_roots(agent: str, projects: Iterable[str]) -> list[Path]:
     """Where `agent` keeps histories inside the given project folders (each looked up, never searched)."""
     if agent == "aider":
-        return aider.project_histories(projects)
+        return project_histories(projects)
     if agent == "cursor":
-        return cursor.project_exports(projects)
+        return project_exports(projects)
     return []
 
 
@@ -72,7 +91,7 @@ def agent_roots(
     env = os.environ if env is None else env
     roots = [_setting(config, *home, env) for home in _AGENT_HOMES[agent]]
     if agent == "aider":  # the folders named in the settings; every known project's (`project_roots`)
-        roots += aider.project_histories(p for p in config.aider_dirs.split(os.pathsep) if p.strip())
+        roots += project_histories(p for p in config.aider_dirs.split(os.pathsep) if p.strip())
     if agent == "cursor" and _MACOS_CURSOR_DB.expanduser().is_file():
         roots.append(_MACOS_CURSOR_DB.expanduser())
     roots += project_roots(agent, projects)

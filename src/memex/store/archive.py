@@ -8,6 +8,8 @@ from collections.abc import Collection
 from dataclasses import dataclass, fields
 from typing import Any
 
+from memex.store.snapshots import archive_sources
+
 
 @dataclass
 class ArchiveRow:
@@ -55,18 +57,13 @@ def archive_rows(
         sql += f" WHERE session_id IN ({', '.join('?' * len(session_ids))})"
         params = list(session_ids)
     elif outside:
-        cursor = conn.cursor()
-        cursor.row_factory = None
-        sources = cursor.execute("SELECT source_path, rowid FROM archive_streams").fetchall()
-        by_source = dict(sources)
-        if len(by_source) == len(sources):  # one copy per source (as usual): compared as sets, not row by row
-            rowids = [by_source[source] for source in by_source.keys() - outside]
-        else:
-            rowids = [rowid for source, rowid in sources if source not in outside]
-        if not rowids:
+        # The source paths from their snapshot (memex.store.snapshots), compared as sets: only the copies
+        # of the sources not found are read, through the index on source_path.
+        others = archive_sources(conn).difference(outside)
+        if not others:
             return []
-        sql += " WHERE rowid IN (SELECT value FROM json_each(?))"
-        params = [json.dumps(rowids)]
+        sql += " WHERE source_path IN (SELECT value FROM json_each(?))"
+        params = [json.dumps(sorted(others))]
     rows = conn.execute(sql + " ORDER BY agent_id != '', session_id, agent_id", params)
     return [_row(r) for r in rows if r["source_path"] not in outside]
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from memex.errors import StoreError, UserError
-from memex.store.migrations import MIGRATIONS, MIN_COMPATIBLE_VERSION, SCHEMA_VERSION
+from memex.store.migrations import MIGRATIONS, MIN_COMPATIBLE_VERSION, SCHEMA_VERSION, SNAPSHOTS_VERSION
 
 _SIDE_FILES = ("-wal", "-shm")
 # The migrations use DROP COLUMN, RETURNING and MATERIALIZED (SQLite 3.35, March 2021).
@@ -117,6 +117,9 @@ def migrate(conn: sqlite3.Connection) -> int:
                 continue
             for statement in _statements(MIGRATIONS[number]):
                 conn.execute(statement)
+            if number + 1 > SNAPSHOTS_VERSION:
+                conn.execute("DELETE FROM snapshots")
+                conn.execute("DELETE FROM mirror_check")
             conn.execute(f"PRAGMA user_version = {number + 1}")
             conn.execute("COMMIT")
         except BaseException:

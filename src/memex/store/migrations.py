@@ -584,6 +584,98 @@ MIGRATIONS: list[str] = [
         mtime_ns INTEGER NOT NULL
     );
     """,
+    # 11: snapshots of what every `memex index` reads whole (`memex.store.snapshots`): the stored streams
+    # (each transcript's stored size, time and stream) and the archive's source paths, each one marshal'd
+    # value, with the log of what changed since it was taken, which triggers keep in the transaction of
+    # every change (a changed stream: the path it had, and its key now, to read it again). A reader takes a
+    # snapshot with its log in one read transaction, so what it gets is the store's own state, whoever wrote
+    # to it and however.
+    """
+    CREATE TABLE snapshots (
+        kind TEXT PRIMARY KEY,
+        last_change INTEGER NOT NULL,
+        data BLOB NOT NULL
+    );
+    CREATE TABLE stream_changes (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        old_path TEXT,
+        session_id TEXT NOT NULL,
+        agent_id TEXT NOT NULL
+    );
+    CREATE TRIGGER sessions_stream_insert AFTER INSERT ON sessions BEGIN
+        INSERT INTO stream_changes (old_path, session_id, agent_id) VALUES (NULL, new.session_id, '');
+    END;
+    CREATE TRIGGER sessions_stream_update AFTER UPDATE ON sessions
+    WHEN old.transcript_path IS NOT new.transcript_path OR old.file_size IS NOT new.file_size
+        OR old.file_mtime_ns IS NOT new.file_mtime_ns OR old.agent IS NOT new.agent
+        OR old.session_id IS NOT new.session_id OR old.computer IS NOT new.computer BEGIN
+        INSERT INTO stream_changes (old_path, session_id, agent_id) VALUES (old.transcript_path, new.session_id, '');
+        INSERT INTO stream_changes (old_path, session_id, agent_id)
+            SELECT transcript_path, session_id, agent_id FROM subagent_sessions
+            WHERE session_id IN (old.session_id, new.session_id)
+            AND (old.agent IS NOT new.agent OR old.session_id IS NOT new.session_id);
+    END;
+    CREATE TRIGGER sessions_stream_delete AFTER DELETE ON sessions BEGIN
+        INSERT INTO stream_changes (old_path, session_id, agent_id) VALUES (old.transcript_path, old.session_id, '');
+    END;
+    CREATE TRIGGER subagent_sessions_stream_insert AFTER INSERT ON subagent_sessions BEGIN
+        INSERT INTO stream_changes (old_path, session_id, agent_id) VALUES (NULL, new.session_id, new.agent_id);
+    END;
+    CREATE TRIGGER subagent_sessions_stream_update AFTER UPDATE ON subagent_sessions
+    WHEN old.transcript_path IS NOT new.transcript_path OR old.file_size IS NOT new.file_size
+        OR old.file_mtime_ns IS NOT new.file_mtime_ns OR old.session_id IS NOT new.session_id
+        OR old.agent_id IS NOT new.agent_id BEGIN
+        INSERT INTO stream_changes (old_path, session_id, agent_id)
+            VALUES (old.transcript_path, new.session_id, new.agent_id);
+    END;
+    CREATE TRIGGER subagent_sessions_stream_delete AFTER DELETE ON subagent_sessions BEGIN
+        INSERT INTO stream_changes (old_path, session_id, agent_id)
+            VALUES (old.transcript_path, old.session_id, old.agent_id);
+    END;
+    -- The stream log also names the sessions whose mirror went (or moved): with the streams that changed,
+    -- those are the only sessions that can have come to hold conversation without a mirror since the last
+    -- check (`mirror_check`: the last change it covered; memex.ingest.indexer.backfill_mirrors).
+    CREATE TRIGGER mirror_records_stream_delete AFTER DELETE ON mirror_records BEGIN
+        INSERT INTO stream_changes (old_path, session_id, agent_id) VALUES (NULL, old.session_id, '');
+    END;
+    CREATE TRIGGER mirror_records_stream_update AFTER UPDATE ON mirror_records
+    WHEN old.session_id IS NOT new.session_id OR old.computer IS NOT new.computer BEGIN
+        INSERT INTO stream_changes (old_path, session_id, agent_id) VALUES (NULL, old.session_id, '');
+    END;
+    CREATE TABLE mirror_check (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        verified INTEGER NOT NULL
+    );
+    CREATE TABLE archive_source_changes (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        source_path TEXT NOT NULL
+    );
+    CREATE TRIGGER archive_streams_source_insert AFTER INSERT ON archive_streams BEGIN
+        INSERT INTO archive_source_changes (source_path) VALUES (new.source_path);
+    END;
+    CREATE TRIGGER archive_streams_source_update AFTER UPDATE OF source_path ON archive_streams
+    WHEN old.source_path IS NOT new.source_path BEGIN
+        INSERT INTO archive_source_changes (source_path) VALUES (new.source_path);
+    END;
+    CREATE INDEX archive_streams_source_path ON archive_streams(source_path);
+    -- A store that no `memex index` reads (a hook's ingests only) keeps its logs short: every 1,024th change,
+    -- a snapshot 4,096 changes old (far past use: a reader reads row by row past 256) goes, and with it the
+    -- log it needed.
+    CREATE TRIGGER stream_changes_bound AFTER INSERT ON stream_changes WHEN new.id % 1024 = 0 BEGIN
+        DELETE FROM snapshots WHERE kind = 'streams' AND last_change < new.id - 4096;
+        DELETE FROM stream_changes WHERE id < new.id - 4096
+            AND NOT EXISTS (SELECT 1 FROM snapshots WHERE kind = 'streams');
+    END;
+    CREATE TRIGGER archive_source_changes_bound AFTER INSERT ON archive_source_changes
+    WHEN new.id % 1024 = 0 BEGIN
+        DELETE FROM snapshots WHERE kind = 'archive_sources' AND last_change < new.id - 4096;
+        DELETE FROM archive_source_changes WHERE id < new.id - 4096
+            AND NOT EXISTS (SELECT 1 FROM snapshots WHERE kind = 'archive_sources');
+    END;
+    """,
 ]
+# The first migration that has the snapshots: any later one drops them (a migration may rebuild a table the
+# triggers watch, and a snapshot is only ever a copy).
+SNAPSHOTS_VERSION = 11
 
 SCHEMA_VERSION = len(MIGRATIONS)

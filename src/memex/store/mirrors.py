@@ -3,8 +3,9 @@ their segments and the state a mirror is resumed from. What a mirror holds is de
 
 from __future__ import annotations
 
+import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
 # The state columns of `mirror_state`, in the order MirrorState declares them.
@@ -62,13 +63,19 @@ def pr_numbers(conn: sqlite3.Connection, session_id: str) -> list[int]:
     return [r[0] for r in rows]
 
 
-def sessions_without_mirror(conn: sqlite3.Connection) -> list[str]:
-    """Local sessions holding conversation but no mirror yet (indexed before mirrors existed)."""
+def sessions_without_mirror(conn: sqlite3.Connection, among: Collection[str] | None = None) -> list[str]:
+    """Local sessions holding conversation but no mirror yet (indexed before mirrors existed), of `among`
+    when given."""
+    if among is not None and not among:
+        return []
+    only = " AND s.session_id IN (SELECT value FROM json_each(?))" if among is not None else ""
     rows = conn.execute(
         "SELECT s.session_id FROM sessions s WHERE NOT EXISTS "
         "(SELECT 1 FROM mirror_records m WHERE m.session_id = s.session_id AND m.computer = s.computer) "
         "AND EXISTS (SELECT 1 FROM entries e WHERE e.session_id = s.session_id AND e.agent_id = '' "
-        "AND e.kind IN ('prompt', 'assistant', 'compact_summary') AND e.text IS NOT NULL) ORDER BY s.session_id"
+        f"AND e.kind IN ('prompt', 'assistant', 'compact_summary') AND e.text IS NOT NULL){only} "
+        "ORDER BY s.session_id",
+        [json.dumps(sorted(among))] if among is not None else [],
     ).fetchall()
     return [r[0] for r in rows]
 

@@ -45,15 +45,30 @@ def save(
         )
 
 
+# (file_size, file_mtime_ns, agent, session_id, agent_id, transcript_path) of the main and the subagent
+# transcripts ingested (`every_stream`; `one_stream` adds the key).
+_MAIN = (
+    "SELECT file_size, file_mtime_ns, agent, session_id, '', transcript_path FROM sessions "
+    "WHERE transcript_path IS NOT NULL AND file_size IS NOT NULL"
+)
+_SUB = (
+    "SELECT sub.file_size, sub.file_mtime_ns, s.agent, sub.session_id, sub.agent_id, sub.transcript_path "
+    "FROM subagent_sessions sub JOIN sessions s ON s.session_id = sub.session_id WHERE sub.file_size IS NOT NULL"
+)
+
+
 def every_stream(conn: sqlite3.Connection) -> list[tuple[int, int, str, str, str, str]]:
     """(file_size, file_mtime_ns, agent, session_id, agent_id, transcript_path) of every ingested transcript,
     as plain tuples (tens of thousands of rows, read once per `memex index` run)."""
     cursor = conn.cursor()
     cursor.row_factory = None
-    return cursor.execute(
-        "SELECT file_size, file_mtime_ns, agent, session_id, '', transcript_path FROM sessions "
-        "WHERE transcript_path IS NOT NULL AND file_size IS NOT NULL "
-        "UNION ALL SELECT sub.file_size, sub.file_mtime_ns, s.agent, sub.session_id, sub.agent_id, "
-        "sub.transcript_path FROM subagent_sessions sub JOIN sessions s ON s.session_id = sub.session_id "
-        "WHERE sub.file_size IS NOT NULL"
-    ).fetchall()
+    return cursor.execute(f"{_MAIN} UNION ALL {_SUB}").fetchall()
+
+
+def one_stream(conn: sqlite3.Connection, session_id: str, agent_id: str) -> tuple[int, int, str, str, str, str] | None:
+    """The `every_stream` row of one stream, or None when it holds no ingested transcript."""
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    if agent_id:
+        return cursor.execute(f"{_SUB} AND sub.session_id = ? AND sub.agent_id = ?", (session_id, agent_id)).fetchone()
+    return cursor.execute(f"{_MAIN} AND session_id = ?", (session_id,)).fetchone()

@@ -1,0 +1,191 @@
+"""Snapshots of what every `memex index` reads whole, each one marshal'd value kept with a log of changes.
+
+Reading 20,000 rows through the sqlite3 module costs a `memex index` that finds nothing to do more than
+anything but its walk (every row is a few objects and a tuple, built one call at a time); loading them
+from one value costs a fifth of that. Two things are kept so (migration 11):
+
+- the stored streams (`every_stream`): exact. Triggers log every stream whose path, size, time or owner
+  changes, in the transaction of the change; a reader takes the snapshot, the log past it and the logged
+  streams as they are now in one read transaction, so it gets the store's own state whoever wrote to it.
+- the archive's source paths: a superset. Triggers log every source path a copy is recorded under; a path
+  no copy has any more costs its reader one query that finds nothing.
+
+A snapshot whose log has grown long is not used: the rows are read one by one, and kept as the new
+snapshot with the log they cover dropped (by a writer that finds the store free, else by a later run).
+The stream log also names the sessions whose mirror went, so the check for sessions without a mirror
+looks only at those it names since the last check (`sessions_to_check`).
+"""
+
+from __future__ import annotations
+
+import marshal
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+from memex.store import streams
+
+Row = tuple[int, int, str, str, str, str]
+
+STREAMS = "streams"
+ARCHIVE_SOURCES = "archive_sources"
+
+# A snapshot whose log holds more than this many changes is read again row by row and taken again: a logged
+# stream costs a query of its own (~20 microseconds), a new snapshot the row-by-row read it replaces once
+# and as many bytes written as it holds (~180 per stream). A run after a backfill finds its log too long.
+RETAKE_AFTER_CHANGES = 256
+
+
+@dataclass
+class Streams:
+    """What the store holds of every stream: `rows` (the snapshot's, or `every_stream`'s), less the entries
+    of the paths in `gone`, plus `fresh` (the logged streams as they are now), in that order."""
+
+    rows: list[Row]
+    gone: list[str] = field(default_factory=list)
+    fresh: list[Row] = field(default_factory=list)
+    # Whether `rows` were read row by row (as of `last_change`), to be kept as the new snapshot.
+    retake: bool = False
+    last_change: int = 0
+
+
+def read_streams(conn: sqlite3.Connection) -> Streams:
+    """Every ingested stream: from the snapshot and its log when the store has one and the log is short,
+    else row by row."""
+    with _reading(conn) as cursor:
+        snapshot = _snapshot(cursor, STREAMS)
+        if snapshot is None:  # a store not migrated yet (a read-only connection)
+            return Streams(streams.every_stream(conn))
+        if snapshot:
+            changes = cursor.execute(
+                "SELECT old_path, session_id, agent_id FROM stream_changes WHERE id > ? ORDER BY id LIMIT ?",
+                (snapshot[0], RETAKE_AFTER_CHANGES + 1),
+            ).fetchall()
+            if len(changes) <= RETAKE_AFTER_CHANGES:
+                keys = dict.fromkeys((session_id, agent_id) for _, session_id, agent_id in changes)
+                fresh = [row for row in (streams.one_stream(conn, *key) for key in keys) if row is not None]
+                return Streams(marshal.loads(snapshot[1]), [old for old, _, _ in changes if old is not None], fresh)
+        last = cursor.execute("SELECT coalesce(max(id), 0) FROM stream_changes").fetchone()[0]
+        return Streams(streams.every_stream(conn), retake=True, last_change=last)
+
+
+def archive_sources(conn: sqlite3.Connection) -> set[str]:
+    """Every source path the archive holds a copy of, and perhaps a few it no longer does."""
+    with _reading(conn) as cursor:
+        snapshot = _snapshot(cursor, ARCHIVE_SOURCES)
+        if snapshot is None:
+            return {path for (path,) in cursor.execute("SELECT source_path FROM archive_streams")}
+        if snapshot:
+            logged = cursor.execute(
+                "SELECT source_path FROM archive_source_changes WHERE id > ? LIMIT ?",
+                (snapshot[0], RETAKE_AFTER_CHANGES + 1),
+            ).fetchall()
+            if len(logged) <= RETAKE_AFTER_CHANGES:
+                sources: set[str] = set(marshal.loads(snapshot[1]))
+                sources.update(path for (path,) in logged)
+                return sources
+        last = cursor.execute("SELECT coalesce(max(id), 0) FROM archive_source_changes").fetchone()[0]
+        paths = [path for (path,) in cursor.execute("SELECT source_path FROM archive_streams")]
+    take(conn, ARCHIVE_SOURCES, paths, last)
+    return set(paths)
+
+
+class _reading:
+    """One read transaction (the snapshot, its log and the rows it names as of one moment), unless the
+    connection is in a transaction already; gives a cursor that returns plain tuples."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.own = not conn.in_transaction
+
+    def __enter__(self) -> sqlite3.Cursor:
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        if self.own:
+            cursor.execute("BEGIN")
+        return cursor
+
+    def __exit__(self, *exc: object) -> None:
+        if self.own:
+            self.conn.execute("COMMIT")
+
+
+def _snapshot(cursor: sqlite3.Cursor, kind: str) -> tuple[int, bytes] | tuple[()] | None:
+    """(last change, data) of the snapshot of `kind`; () when there is none yet; None on a store that has
+    no snapshots (not migrated: only a read-only connection sees one)."""
+    try:
+        found = cursor.execute("SELECT last_change, data FROM snapshots WHERE kind = ?", (kind,)).fetchone()
+    except sqlite3.OperationalError:
+        return None
+    return found or ()
+
+
+_LOGS = {STREAMS: "stream_changes", ARCHIVE_SOURCES: "archive_source_changes"}
+
+
+def take(conn: sqlite3.Connection, kind: str, value: list[Any], last_change: int) -> bool:
+    """Store `value` (plain tuples and strings: the state as of `last_change`) as the snapshot of `kind` and
+    drop the log it covers, unless a newer snapshot is there already (only when the store is free at once,
+    `_when_free`). Returns whether it was stored."""
+    return _when_free(
+        conn,
+        (
+            "INSERT INTO snapshots (kind, last_change, data) VALUES (?, ?, ?) ON CONFLICT (kind) DO UPDATE "
+            "SET last_change = excluded.last_change, data = excluded.data "
+            "WHERE excluded.last_change >= snapshots.last_change",
+            (kind, last_change, marshal.dumps(value)),
+        ),
+        (f"DELETE FROM {_LOGS[kind]} WHERE id <= (SELECT last_change FROM snapshots WHERE kind = ?)", (kind,)),
+    )
+
+
+def sessions_to_check(conn: sqlite3.Connection) -> tuple[set[str] | None, int]:
+    """The sessions that can have come to hold conversation without a mirror since the last check (their
+    stream changed, or their mirror went: the stream log names both), or None when the log no longer
+    covers that span (every session is to be checked); and the last change the answer covers."""
+    with _reading(conn) as cursor:
+        try:
+            checked = cursor.execute("SELECT verified FROM mirror_check").fetchone()
+        except sqlite3.OperationalError:  # a store not migrated yet
+            return None, 0
+        last = cursor.execute("SELECT seq FROM sqlite_sequence WHERE name = 'stream_changes'").fetchone()
+        last = last[0] if last else 0
+        if checked is None or checked[0] > last:
+            return None, last
+        named = cursor.execute("SELECT session_id FROM stream_changes WHERE id > ?", (checked[0],)).fetchall()
+        if len(named) != last - checked[0]:  # ids are never reused: a gap is a span the log dropped
+            return None, last
+        return {session_id for (session_id,) in named}, last
+
+
+def sessions_checked(conn: sqlite3.Connection, last_change: int) -> None:
+    """Record that every session is known to have its mirror as of `last_change` (when the store is free)."""
+    _when_free(
+        conn,
+        (
+            "INSERT INTO mirror_check (id, verified) VALUES (1, ?) ON CONFLICT (id) DO UPDATE "
+            "SET verified = excluded.verified WHERE excluded.verified > mirror_check.verified",
+            (last_change,),
+        ),
+    )
+
+
+def _when_free(conn: sqlite3.Connection, *statements: tuple[str, tuple[Any, ...]]) -> bool:
+    """Run `statements` in one write transaction if the store is free at once: what they keep is never
+    worth waiting for a writer for (nor possible on a read-only store). Returns whether they ran."""
+    waited = conn.execute("PRAGMA busy_timeout").fetchone()[0]
+    conn.execute("PRAGMA busy_timeout = 0")
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for sql, parameters in statements:
+                conn.execute(sql, parameters)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    except sqlite3.OperationalError:  # busy, read-only, full: the next run does it
+        return False
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {int(waited)}")
+    return True
