@@ -4,6 +4,7 @@
     uv run python bench/query_latency.py                          # 100k turns, 30 queries, 10 cold runs
     uv run python bench/query_latency.py --turns 20000 --queries 15 --cold 5
     uv run python bench/query_latency.py --setup now --hogs 0   # the defaults alone, nothing beside them
+    uv run python bench/query_latency.py --asked questions      # short questions instead of prompts
 
 The store is the synthetic 100k-turn store of bench/search.py (built on first use, cached in
 bench/.cache/search). Two set-ups are measured, each in processes of their own:
@@ -15,6 +16,8 @@ bench/.cache/search). Two set-ups are measured, each in processes of their own:
 
 Bytecode of src/ and the virtualenv is compiled first (as bench/cold_start.py does).
 "hog" rows run one busy loop per core beside the measurement (as when a build or a test suite runs).
+The queries are real prompts of ../shared/data's Claude Code sessions (median 30 tokens), or with
+`--asked questions` LoCoMo's questions (median 14 tokens: what a person types into a search box).
 Latency is wall time seen by the client: an HTTP request to a running daemon API, a request to a running
 warm server, and a whole `memex search --json` process (start-up included).
 """
@@ -38,12 +41,14 @@ import memex  # noqa: F401 - first: its default of one BLAS thread must be set w
 
 # isort: split
 import numpy as np
+import orjson
 from rich.console import Console
 from rich.table import Table
 
 from cold_start import precompile
 from memex.config import load_config
 from memex.hooks.warm import ask
+from retrieval import LOCOMO
 from search import CACHE, build_store, real_texts, restamp, vocabulary
 
 MEMEX = Path(sys.executable).with_name("memex")
@@ -217,6 +222,7 @@ def main() -> None:
     parser.add_argument("--cold", type=int, default=10, help="`memex search` processes per measurement")
     parser.add_argument("--hogs", type=int, default=os.cpu_count() or 2, help="busy loops in the hog rows (0: none)")
     parser.add_argument("--setup", choices=("all", "before", "now"), default="all", help="which set-ups to measure")
+    parser.add_argument("--asked", choices=("prompts", "questions"), default="prompts", help="what the queries are")
     parser.add_argument("--serve-api", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_api:
@@ -229,10 +235,13 @@ def main() -> None:
         restamp(load_config({"MEMEX_HOME": str(home), "MEMEX_COMPUTER": "bench"}))
     else:
         build_store(home, args.turns, 3, base_vectors(passages), vocabulary())
+    if args.asked == "questions":
+        prompts = [qa["question"] for conversation in orjson.loads(LOCOMO.read_bytes()) for qa in conversation["qa"]]
     chosen = random.Random(2).sample(prompts, min(args.queries, len(prompts)))
     load = os.getloadavg()[0]
     table = Table(
-        title=f"Hybrid query latency, {args.turns:,} turns: wall ms p50 / p95 (server or process CPU ms per query); "
+        title=f"Hybrid query latency, {args.turns:,} turns, {args.asked} asked: wall ms p50 / p95 "
+        "(server or process CPU ms per query); "
         f"2 cores, load average {load:.1f} at the start"
     )
     for column in ("set-up", "beside it", "warm /v1/search", "warm prompt recall", "`memex search` (new process)"):

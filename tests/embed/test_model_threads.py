@@ -27,6 +27,10 @@ def _restore_openmp_variables(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name, raising=False)
 
 
+# A query long enough (over E5SmallQ4.SHORT_QUERY_TOKENS) to run on the configured team.
+LONG_QUERY = "why did the nightly migration of the sessions table fail after the redis upgrade on the build machine"
+
+
 def _team_size(model: E5SmallQ4) -> np.ndarray:
     """What OpenMP would give a parallel region started in the calling thread."""
     get = model._model._lib.omp_get_max_threads
@@ -43,7 +47,7 @@ def test_query_and_passage_each_run_on_their_own_thread_count() -> None:
 
 def test_zero_threads_means_every_core() -> None:
     model = E5SmallQ4("test", threads=0, query_threads=0)
-    assert model._run("query", lambda items: _team_size(model), ["q"])[0, 0] == (os.cpu_count() or 1)
+    assert model._run("query", lambda items: _team_size(model), [LONG_QUERY])[0, 0] == (os.cpu_count() or 1)
 
 
 @pytest.mark.parametrize(("setting", "team"), [(None, 2), ("1", 1), ("3", 3)])
@@ -52,7 +56,18 @@ def test_a_query_runs_on_the_configured_thread_count(tmp_path: Path, setting: st
     env = {"MEMEX_HOME": str(tmp_path)} | ({"MEMEX_EMBED_QUERY_THREADS": setting} if setting else {})
     model = load_embedder(load_config(env))
     assert isinstance(model, E5SmallQ4)
-    assert model._run("query", lambda items: _team_size(model), ["q"])[0, 0] == team
+    assert model._model.token_count(LONG_QUERY, True) > model.SHORT_QUERY_TOKENS
+    assert model._run("query", lambda items: _team_size(model), [LONG_QUERY])[0, 0] == team
+
+
+@pytest.mark.parametrize("query_threads", [0, 2, 3])
+def test_a_short_query_runs_on_one_thread(query_threads: int) -> None:
+    """A search phrase is embedded sooner by one thread than by a team; a batch of queries keeps the team."""
+    model = E5SmallQ4("test", threads=1, query_threads=query_threads)
+    team = query_threads or (os.cpu_count() or 1)
+    assert model._run("query", lambda items: _team_size(model), ["flaky retry test"])[0, 0] == 1
+    assert model._run("query", lambda items: _team_size(model), ["a", "b"])[0, 0] == team
+    assert model._run("query", lambda items: _team_size(model), [LONG_QUERY])[0, 0] == team
 
 
 def test_a_query_does_not_wait_for_a_batch_of_passages() -> None:
