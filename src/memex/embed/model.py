@@ -114,9 +114,23 @@ class E5SmallQ4:
 
 
 def embedded_query(config: Config, embedder: Embedder | None, text: str) -> tuple[Embedder, np.ndarray]:
-    """The embedder (loaded unless given) and the vector of `text` as a query."""
+    """The embedder (loaded unless given) and the vector of `text` as a query (`bounded_query`)."""
     embedder = embedder or load_embedder(config)
-    return embedder, embedder.embed_queries([text])[0]
+    return embedder, embedder.embed_queries([bounded_query(text, config.embed_turn_max_chars)])[0]
+
+
+def bounded_query(text: str, limit: int) -> str:
+    """`text` as a query reads it: whole up to `limit` characters, else its first three quarters of `limit`
+    and its last quarter, each cut at a space. A query reads no more than the longest text it is compared
+    with (a turn's), and a prompt with a pasted log or file would otherwise cost a second of model time per
+    ~800 tokens (6,400 characters of code: 2.4 s, past the hook's deadline, holding the query lock); the
+    question is asked before or after what was pasted."""
+    if len(text) <= limit:
+        return text
+    head, tail = text[: limit * 3 // 4], text[-(limit // 4) :]
+    head = head[: head.rfind(" ")] if " " in head[limit // 2 :] else head
+    tail = tail[tail.find(" ") + 1 :] if " " in tail[: limit // 8] else tail
+    return f"{head} … {tail}"
 
 
 def prepare_openmp(threads: int) -> None:
