@@ -55,6 +55,16 @@ def test_search_finds_the_fix_in_both_projects_and_filters_by_project(memex: Mem
     assert [row["session_id"] for row in as_json] == [hit.session_id for hit in found.hits]
 
 
+def test_a_query_of_a_pasted_page_is_searched_not_refused(memex: Memex) -> None:
+    """Past 500 words SQLite refused the mirrors' lookup ("too many terms in compound SELECT")."""
+    pasted = "parse_config_file empty " + " ".join(f"logline{i}" for i in range(700))
+    found = memex.search(pasted, Filters(), limit=10, mode="lexical")
+    assert {PAST, OTHER, CURRENT} <= {hit.session_id for hit in found.hits}
+    memex.search(pasted, Filters(), limit=10, mode="lexical", scope="tools")  # tool output: not refused either
+    everything = memex.search(pasted, Filters(), limit=30, mode="lexical", scope="all")
+    assert {PAST, OTHER, CURRENT} <= {hit.session_id for hit in everything.hits}
+
+
 def test_sessions_show_and_resolve(memex: Memex) -> None:
     listed = memex.sessions(Filters.parse({"project": SHOP}))
     assert {s.session_id for s in listed} == {PAST, CURRENT}

@@ -20,6 +20,9 @@ from memex.textutil import has_cjk
 TITLE_WEIGHT = 2.0
 EXCERPT_CHARS = 400
 CONTEXT_CHARS = 4_000
+# Phrases looked up at most per query (its first): each is a SELECT of the lookup's compound, which SQLite
+# bounds at 500, and a pasted page as a query would otherwise be refused ("too many terms").
+MAX_TERMS = 64
 
 
 def _match_offset(text: str, query: str) -> int:
@@ -88,7 +91,7 @@ def search_mirrors(conn: sqlite3.Connection, query: str, filters: Filters, limit
         return []
     found: dict[int, float] = {}
     for match_all in (True, False):
-        terms = fts_terms(query, match_all)
+        terms = fts_terms(query, match_all)[:MAX_TERMS]
         if not terms:
             return []
         for row in _ranked(conn, terms, match_all, scoped, limit):
