@@ -65,6 +65,16 @@ def test_a_query_of_a_pasted_page_is_searched_not_refused(memex: Memex) -> None:
     assert {PAST, OTHER, CURRENT} <= {hit.session_id for hit in everything.hits}
 
 
+@pytest.mark.parametrize(
+    "query", ["parse_config_file\x00empty", 'parse_config_file NEAR( "empty', "parse_config_file AND OR NOT empty*"]
+)
+def test_a_query_with_nul_or_fts_syntax_is_searched_as_words(memex: Memex, query: str) -> None:
+    """A NUL ended FTS5's quoted phrase ("unterminated string"); FTS5's own syntax is inert."""
+    for mode in ("lexical", "hybrid"):
+        found = memex.search(query, Filters(), limit=10, mode=mode)
+        assert {PAST, OTHER, CURRENT} <= {hit.session_id for hit in found.hits}
+
+
 def test_sessions_show_and_resolve(memex: Memex) -> None:
     listed = memex.sessions(Filters.parse({"project": SHOP}))
     assert {s.session_id for s in listed} == {PAST, CURRENT}

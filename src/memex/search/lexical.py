@@ -78,7 +78,7 @@ def _phrase(text: str) -> str:
 
 def _words(query: str) -> list[str]:
     words = []
-    for word in query.split():
+    for word in query.replace("\x00", " ").split():  # FTS5 ends a quoted phrase at a NUL ("unterminated")
         word = word.strip(_EDGE_PUNCTUATION)
         if re.search(r"\w", word):
             words.append(word)
