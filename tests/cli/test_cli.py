@@ -219,6 +219,11 @@ def test_stats(run, corpus: Path) -> None:
         (("index", "/definitely/not/here"), "does not exist"),
         (("search", "   "), "query is empty"),
         (("search", "x", "--pr", "abc"), "is not a valid integer"),
+        # Past SQLite's integers these were an OverflowError's traceback.
+        (("search", "x", "--pr", "99999999999999999999"), "Invalid value for '--pr'"),
+        (("search", "x", "--limit", "99999999999999999999"), "Invalid value for '--limit'"),
+        (("sessions", "list", "--limit", "99999999999999999999"), "Invalid value for '--limit'"),
+        (("hooks", "status", "--runs", "99999999999999999999"), "Invalid value for '--runs'"),
         (("sessions", "list", "--agent", "hologram"), "Invalid value for '--agent'"),
         (("show",), "Missing argument 'SESSION'"),
         (("show", "zzzz"), "no session matches 'zzzz'"),

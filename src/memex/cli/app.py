@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+import click
 import orjson
 from rich.console import Console
 
@@ -21,6 +22,14 @@ from memex.config import Config, load_config
 
 # Lines are not wrapped at 80 columns when output goes to a pipe or a file.
 PIPE_WIDTH = 160
+# The largest number a count option takes (results, runs, workers, seconds): more is a mistake, told in one
+# line (far above it, SQLite's integers and Python's sizes overflow with a traceback).
+MAX_COUNT = 1_000_000
+
+
+def count_type(minimum: int = 1) -> click.IntRange:
+    """A whole number from `minimum` to MAX_COUNT, for a count option."""
+    return click.IntRange(minimum, MAX_COUNT)
 
 
 @dataclass

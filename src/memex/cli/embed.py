@@ -6,7 +6,7 @@ import contextlib
 
 import click
 
-from memex.cli.app import App
+from memex.cli.app import App, count_type
 from memex.cli.render import Bar, count_progress, print_summary
 from memex.embed.worker import DrainReport, EmbedBusy
 
@@ -74,7 +74,7 @@ def report_dict(report: DrainReport, waiting: int) -> dict[str, object]:
 
 
 @click.command("embed")
-@click.option("--limit", "max_jobs", type=click.IntRange(1), help="Stop after this many jobs.")
+@click.option("--limit", "max_jobs", type=count_type(), help="Stop after this many jobs.")
 @click.option("--retry-errors", is_flag=True, help="First give the jobs that failed for good a fresh start.")
 @click.option("--quiet", is_flag=True, help="Print nothing (for background runs); exit quietly if a worker runs.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")

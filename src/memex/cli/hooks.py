@@ -11,7 +11,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from memex.cli.app import App
+from memex.cli.app import App, count_type
 from memex.cli.options import json_option
 from memex.cli.render import styled
 from memex.errors import UserError
@@ -100,7 +100,7 @@ def uninstall_command(
 @hooks_group.command("status")
 @click.option("--project-dir", type=click.Path(file_okay=False, path_type=Path), help="The project to inspect.")
 @click.option("--settings", "settings_file", type=click.Path(dir_okay=False, path_type=Path), help="Also this file.")
-@click.option("--runs", type=click.IntRange(0), default=RUNS_SHOWN, show_default=True, help="Last hook runs shown.")
+@click.option("--runs", type=count_type(0), default=RUNS_SHOWN, show_default=True, help="Last hook runs shown.")
 @json_option
 @click.pass_obj
 def status_command(app: App, project_dir: Path | None, settings_file: Path | None, runs: int, as_json: bool) -> None:
@@ -166,7 +166,7 @@ def status_command(app: App, project_dir: Path | None, settings_file: Path | Non
 
 
 @hooks_group.command("serve")
-@click.option("--idle", type=click.IntRange(0), help="Exit after this many idle seconds (default: warm_idle_seconds).")
+@click.option("--idle", type=count_type(0), help="Exit after this many idle seconds (default: warm_idle_seconds).")
 @click.pass_obj
 def serve_command(app: App, idle: int | None) -> None:
     """Run the warm recall server in the foreground (hooks start it on demand; this is for inspection)."""

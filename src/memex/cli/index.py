@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 from rich.text import Text
 
-from memex.cli.app import App
+from memex.cli.app import App, count_type
 from memex.cli.render import byte_progress, print_summary
 from memex.errors import UserError
 from memex.ingest.report import IDLE
@@ -43,7 +43,7 @@ PROGRESS_STEP_BYTES = 4 * 1_048_576
     help="Backfill every agent's default folders (configurable: claude_dir, codex_dir, … ; README, Agents).",
 )
 @click.option(
-    "--workers", type=click.IntRange(1), help="Processes parsing transcripts in a backfill (default: index_workers)."
+    "--workers", type=count_type(), help="Processes parsing transcripts in a backfill (default: index_workers)."
 )
 @click.option("--no-embed", is_flag=True, help="Only index; leave the vectors to `memex embed` (or the daemon).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")

@@ -52,7 +52,9 @@ def filter_options(*names: str) -> Callable[[Callable[..., Any]], Callable[..., 
         "until": click.option("--until", help="Up to this date (a bare date includes the whole day)."),
         "session": click.option("--session", help="Only this session (id or unique prefix)."),
         "file": click.option("--file", "file_path", help="Only turns that touched this file."),
-        "pr": click.option("--pr", type=int, help="Only sessions linked to this pull request number."),
+        "pr": click.option(
+            "--pr", type=click.IntRange(1, 2**63 - 1), help="Only sessions linked to this pull request number."
+        ),
     }
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:

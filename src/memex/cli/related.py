@@ -10,7 +10,7 @@ import click
 from rich.text import Text
 
 from memex.api import Memex
-from memex.cli.app import App
+from memex.cli.app import App, count_type
 from memex.cli.options import build_filters, display_options, filter_options, json_option
 from memex.cli.render import project_name, step_progress, subagent_label, title_text
 from memex.errors import UserError
@@ -37,12 +37,12 @@ def common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     func = json_option(func)
     func = click.option(
         "--min-shared",
-        type=click.IntRange(0),
+        type=count_type(0),
         default=0,
         show_default=True,
         help="Only results that touched at least N of the session's files.",
     )(func)
-    func = click.option("--limit", type=click.IntRange(1), default=10, show_default=True)(func)
+    func = click.option("--limit", type=count_type(), default=10, show_default=True)(func)
     func = filter_options("project", "agent")(func)
     return click.argument("session", required=False)(func)
 
@@ -74,7 +74,7 @@ def sessions_command(app: App, session: str | None, limit: int, min_shared: int,
 @common_options
 @click.option(
     "--window",
-    type=click.IntRange(1),
+    type=count_type(),
     help="Consecutive turns compared (default: the related_window_turns setting, 3 unless changed): this "
     "session's last N against every stretch of N turns of the nearest sessions.",
 )

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.text import Text
 
-from memex.cli.app import App
+from memex.cli.app import App, count_type
 from memex.cli.options import build_filters, display_options, filter_options, json_option
 from memex.cli.render import print_line, project_name, subagent_label, title_text
 from memex.search.highlight import highlighted_excerpt
@@ -24,7 +24,7 @@ EXCERPT_CHARS = 400
 @click.command("search")
 @click.argument("query", nargs=-1, required=True)
 @filter_options("project", "agent", "since", "until", "session", "file", "pr")
-@click.option("--limit", type=click.IntRange(1), default=10, show_default=True)
+@click.option("--limit", type=count_type(), default=10, show_default=True)
 @click.option(
     "--mode",
     type=click.Choice(MODES),
@@ -37,9 +37,7 @@ EXCERPT_CHARS = 400
     type=click.Choice(LEVELS),
     help="Search only this granularity (default: all, fine first; coarse first for overview questions).",
 )
-@click.option(
-    "--per-session", type=click.IntRange(1), default=1, show_default=True, help="Results one session may give."
-)
+@click.option("--per-session", type=count_type(), default=1, show_default=True, help="Results one session may give.")
 @click.option(
     "--in",
     "scope",

@@ -7,7 +7,7 @@ from typing import Any
 import click
 from rich.text import Text, TextType
 
-from memex.cli.app import App
+from memex.cli.app import App, count_type
 from memex.cli.options import build_filters, display_options, filter_options, json_option
 from memex.cli.render import TableColumn, print_table, project_name, title_text
 from memex.textutil import short_id
@@ -22,7 +22,7 @@ def sessions_group() -> None:
 @filter_options("project", "agent", "since", "until", "pr")
 @click.option("--computer", help="Only the sessions of this computer (received as mirrors, or this one's).")
 @click.option("--local", "local_only", is_flag=True, help="Only the sessions indexed on this computer.")
-@click.option("--limit", type=click.IntRange(1), default=20, show_default=True)
+@click.option("--limit", type=count_type(), default=20, show_default=True)
 @json_option
 @display_options
 @click.pass_obj

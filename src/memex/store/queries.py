@@ -45,10 +45,11 @@ class Filters:
         if agent is not None and agent not in ADAPTERS:
             raise UserError(f"unknown agent {agent!r}")
         pr = values.get("pr")
-        if pr is not None and not isinstance(pr, int):
-            if not str(pr).strip().isdigit():
+        if pr is not None:
+            number = pr if type(pr) is int else int(pr) if str(pr).strip().isdecimal() else 0
+            if not 0 < number < 2**63:  # an SQLite integer
                 raise UserError(f"pr must be a pull request number, got {pr!r}")
-            pr = int(pr)
+            pr = number
         return cls(
             project=values.get("project") or None,
             agent=agent,

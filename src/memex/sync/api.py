@@ -60,7 +60,7 @@ def parse_address(address: str) -> tuple[str, int]:
     """`host:port` (or `[v6]:port`) as a (host, port) pair; UserError when malformed."""
     host, _, port = address.strip().rpartition(":")
     host = host.strip("[]")
-    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+    if not host or not port.isdecimal() or not 0 <= int(port) <= 65535:
         raise UserError(f"api_address must be host:port, got {address!r}")
     return host, int(port)
 

@@ -53,7 +53,7 @@ def _environment(config: Config) -> jinja2.Environment:
 def _int(value: str | None, default: int, name: str, low: int = 1, high: int = 500) -> int:
     if not value:  # a form sends its empty fields too (`limit=`): the default then
         return default
-    if not value.strip().isdigit() or not low <= int(value) <= high:
+    if not value.strip().isdecimal() or not low <= int(value) <= high:
         raise UserError(f"{name} must be a whole number from {low} to {high}, got {value!r}")
     return int(value)
 
