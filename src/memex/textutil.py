@@ -151,7 +151,10 @@ def parse_when(value: str, *, end_of_day: bool = False, now: datetime | None = N
     relative = _RELATIVE.match(text)
     if relative:
         moment = now.timestamp() - int(relative.group(1)) * _UNIT_SECONDS[relative.group(2)]
-        return normalize_timestamp(moment) or ""
+        result = normalize_timestamp(moment)
+        if result is None:  # before year 1: as no date at all, `forget --before` would have taken everything
+            raise ValueError(f"cannot read {value!r} as a date: it is before the year 1")
+        return result
     if text in ("today", "yesterday"):
         day = now.date() if text == "today" else datetime.fromtimestamp(now.timestamp() - 86400, UTC).date()
         text = day.isoformat()

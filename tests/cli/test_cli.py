@@ -215,6 +215,7 @@ def test_stats(run, corpus: Path) -> None:
     "args, message",
     [
         (("search", "x", "--since", "someday"), "cannot read 'someday' as a date"),
+        (("search", "x", "--since", "99999999999w"), "before the year 1"),
         (("sessions", "list", "--limit", "0"), "Invalid value"),
         (("index", "/definitely/not/here"), "does not exist"),
         (("search", "   "), "query is empty"),

@@ -105,6 +105,8 @@ def test_criteria_combine(run, config: Config, indexed: Path) -> None:
     [
         ([], "say what to forget"),
         (["--before", "yesterday-ish"], "yesterday-ish"),
+        # Out of range it was read as no date at all: every session was forgotten.
+        (["--before", "999999999999999999d", "--yes"], "before the year 1"),
         (["nosuchsession"], "no session matches"),
         ([SLAY_ID[:8]], "needs confirmation: add --yes"),  # not a terminal, no --yes
     ],
