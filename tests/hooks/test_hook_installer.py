@@ -131,6 +131,26 @@ def test_invalid_settings_are_left_alone(run, claude_dir: Path) -> None:
     assert settings.read_text() == '{"hooks": {,}' and not backups(claude_dir)
 
 
+def test_settings_that_are_not_utf8_are_left_alone(run, claude_dir: Path) -> None:
+    settings = claude_dir / "settings.json"
+    settings.write_bytes(b'\xff\xfe{"hooks": {}}')
+    result = run("hooks", "install")
+    assert result.exit_code == 2 and "is not UTF-8 text" in result.stderr and "Traceback" not in result.stderr
+    assert settings.read_bytes() == b'\xff\xfe{"hooks": {}}' and not backups(claude_dir)
+
+
+def test_two_writes_within_one_second_keep_both_backups(run, claude_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The backup of the user's own file was overwritten by the next write's when both fell in one second."""
+    monkeypatch.setattr("memex.hooks.installer.time.strftime", lambda _format: "20261124-131143")
+    settings = claude_dir / "settings.json"
+    settings.write_text(json.dumps(USER_SETTINGS, indent=4))
+    original = settings.read_text()
+    assert run("hooks", "install", "--command", "/opt/memex/bin/memex").exit_code == 0
+    installed_text = settings.read_text()
+    assert run("hooks", "uninstall").exit_code == 0
+    assert [b.read_text() for b in backups(claude_dir)] == [original, installed_text]
+
+
 def test_project_scopes(run, tmp_path: Path) -> None:
     project = tmp_path / "proj"
     project.mkdir()

@@ -8,6 +8,7 @@ twice writes once: a file that already holds the right handlers is not touched.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -207,6 +208,9 @@ class SettingsFile:
             text = target.read_text(encoding="utf-8")
         except FileNotFoundError:
             return cls(target)
+        except UnicodeDecodeError as exc:
+            reason = f"{exc.reason} at byte {exc.start}"
+            raise UserError(f"{path} is not UTF-8 text ({reason}); memex leaves it alone") from None
         if not text.strip():
             return cls(target, {}, True)
         try:
@@ -225,6 +229,10 @@ class SettingsFile:
         if self.exists:
             stamp = time.strftime("%Y%m%d-%H%M%S")
             backup = self.path.with_name(f"{self.path.name}{BACKUP_MARK}{stamp}")
+            for again in itertools.count(2):  # a second write within the second keeps the first's backup
+                if not backup.exists():
+                    break
+                backup = self.path.with_name(f"{self.path.name}{BACKUP_MARK}{stamp}-{again}")
             shutil.copy2(self.path, backup)
             self._prune_backups()
         text = json.dumps(data, indent=self.indent, ensure_ascii=False) + "\n"
