@@ -82,3 +82,10 @@ def test_a_real_session_exports(run, tmp_path: Path) -> None:
 def test_mistakes_are_one_line(run, shared: str, args, message) -> None:
     result = run("export", *args)
     assert result.exit_code == 2 and message in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(("where", "message"), [("missing/x.md", "No such file"), ("/dev/full", "No space")])
+def test_an_unwritable_output_is_one_line(run, shared: str, tmp_path: Path, where: str, message: str) -> None:
+    """A missing folder or a full disk was an OSError's traceback."""
+    result = run("export", shared, "-o", str(tmp_path / where))  # an absolute `where` stays itself
+    assert result.exit_code == 2 and "cannot write" in result.stderr and message in result.stderr

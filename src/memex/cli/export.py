@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from memex.cli.app import App
+from memex.errors import UserError
 from memex.export import FORMATS
 from memex.sources import ADAPTERS
 from memex.store.db import open_private
@@ -31,6 +32,9 @@ def export_command(app: App, session: str, fmt: str, output: Path | None, no_red
         return
     import os
 
-    with os.fdopen(open_private(output, os.O_WRONLY | os.O_TRUNC), "w", encoding="utf-8") as handle:
-        handle.write(text)
+    try:
+        with os.fdopen(open_private(output, os.O_WRONLY | os.O_TRUNC), "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:  # a missing folder, no permission, a full disk
+        raise UserError(f"cannot write {output}: {exc.strerror or exc}") from None
     app.say("exported", f"{session} to {output}")
