@@ -139,6 +139,17 @@ def test_settings_that_are_not_utf8_are_left_alone(run, claude_dir: Path) -> Non
     assert settings.read_bytes() == b'\xff\xfe{"hooks": {}}' and not backups(claude_dir)
 
 
+def test_a_device_is_not_read_and_an_unwritable_place_is_one_line(run, tmp_path: Path) -> None:
+    """/dev/zero was read until the process ran out of memory; a folder that cannot be made was a traceback."""
+    device = run("hooks", "install", "--settings", "/dev/zero")
+    assert device.exit_code == 2 and "is not a regular file" in device.stderr
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    nowhere = run("hooks", "install", "--settings", str(blocker / "settings.json"))
+    assert nowhere.exit_code == 2 and "cannot write" in nowhere.stderr and "Traceback" not in nowhere.stderr
+    assert blocker.read_text() == "not a folder"
+
+
 def test_two_writes_within_one_second_keep_both_backups(run, claude_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The backup of the user's own file was overwritten by the next write's when both fell in one second."""
     monkeypatch.setattr("memex.hooks.installer.time.strftime", lambda _format: "20261124-131143")

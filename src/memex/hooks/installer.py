@@ -14,6 +14,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import sys
 import tempfile
 import time
@@ -205,12 +206,16 @@ class SettingsFile:
     def read(cls, path: Path) -> SettingsFile:
         target = path.resolve() if path.is_symlink() else path
         try:
+            if not stat.S_ISREG(target.stat().st_mode):  # a device or a folder: /dev/zero never ends
+                raise UserError(f"{path} is not a regular file; memex leaves it alone")
             text = target.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return cls(target)
         except UnicodeDecodeError as exc:
             reason = f"{exc.reason} at byte {exc.start}"
             raise UserError(f"{path} is not UTF-8 text ({reason}); memex leaves it alone") from None
+        except OSError as exc:
+            raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
         if not text.strip():
             return cls(target, {}, True)
         try:
@@ -223,7 +228,14 @@ class SettingsFile:
         return cls(target, data, True, len(indent.group(1)) if indent else 2)
 
     def write(self, data: dict[str, Any]) -> Path | None:
-        """Back up the current file (if any), then replace it atomically; returns the backup's path."""
+        """Back up the current file (if any), then replace it atomically; returns the backup's path
+        (UserError when the folder cannot be written)."""
+        try:
+            return self._write(data)
+        except OSError as exc:
+            raise UserError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+
+    def _write(self, data: dict[str, Any]) -> Path | None:
         backup = None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.exists:
