@@ -75,6 +75,10 @@ def test_search(alpha: Computer) -> None:
     assert get(alpha, "/v1/search?q=")[0] == 400
     assert get(alpha, "/v1/search?q=slay&agent=nope")[0] == 400
     assert get(alpha, "/v1/search?q=slay&since=yesterdayish")[0] == 400
+    status, body, _ = get(alpha, "/v1/search?q=slay&limit=%C2%B2")  # a digit int() does not read
+    assert status == 400 and json.loads(body)["error"] == "limit must be a whole number, got '²'"
+    assert get(alpha, "/v1/search?q=slay&limit=--3")[0] == 400
+    assert get(alpha, "/v1/search?q=slay&limit=-3")[0] == 200  # out of range: brought within it
 
 
 def test_mirror(alpha: Computer) -> None:

@@ -85,10 +85,10 @@ def search_request(query: Mapping[str, str]) -> SearchRequest:
         raise ApiFailure(400, "q (the query) is required")
     if len(text) > MAX_QUERY_CHARS:
         raise ApiFailure(400, f"q is longer than {MAX_QUERY_CHARS} characters")
-    try:
-        limit = min(MAX_LIMIT, max(1, int(query.get("limit", "10"))))
-    except ValueError as exc:
-        raise ApiFailure(400, str(exc)) from None
+    raw_limit = query.get("limit", "10")
+    if not re.fullmatch(r"\s*-?[0-9]+\s*", raw_limit):
+        raise ApiFailure(400, f"limit must be a whole number, got {raw_limit!r}")
+    limit = min(MAX_LIMIT, max(1, int(raw_limit)))
     try:
         filters = Filters.parse({name: query.get(name) for name in ("project", "agent", "since", "until", "session")})
     except UserError as exc:
