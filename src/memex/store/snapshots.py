@@ -34,6 +34,8 @@ ARCHIVE_SOURCES = "archive_sources"
 # stream costs a query of its own (~20 microseconds), a new snapshot the row-by-row read it replaces once
 # and as many bytes written as it holds (~180 per stream). A run after a backfill finds its log too long.
 RETAKE_AFTER_CHANGES = 256
+# The log of changes kept beside each kind of snapshot.
+_LOGS = {STREAMS: "stream_changes", ARCHIVE_SOURCES: "archive_source_changes"}
 
 
 @dataclass
@@ -57,16 +59,12 @@ def read_streams(conn: sqlite3.Connection) -> Streams:
         if snapshot is None:  # a store not migrated yet (a read-only connection)
             return Streams(streams.every_stream(conn))
         if snapshot:
-            changes = cursor.execute(
-                "SELECT old_path, session_id, agent_id FROM stream_changes WHERE id > ? ORDER BY id LIMIT ?",
-                (snapshot[0], RETAKE_AFTER_CHANGES + 1),
-            ).fetchall()
-            if len(changes) <= RETAKE_AFTER_CHANGES:
+            changes = _logged(cursor, STREAMS, "old_path, session_id, agent_id", snapshot[0])
+            if changes is not None:
                 keys = dict.fromkeys((session_id, agent_id) for _, session_id, agent_id in changes)
                 fresh = [row for row in (streams.one_stream(conn, *key) for key in keys) if row is not None]
                 return Streams(marshal.loads(snapshot[1]), [old for old, _, _ in changes if old is not None], fresh)
-        last = cursor.execute("SELECT coalesce(max(id), 0) FROM stream_changes").fetchone()[0]
-        return Streams(streams.every_stream(conn), retake=True, last_change=last)
+        return Streams(streams.every_stream(conn), retake=True, last_change=_last_change(cursor, STREAMS))
 
 
 def archive_sources(conn: sqlite3.Connection) -> set[str]:
@@ -76,15 +74,12 @@ def archive_sources(conn: sqlite3.Connection) -> set[str]:
         if snapshot is None:
             return {path for (path,) in cursor.execute("SELECT source_path FROM archive_streams")}
         if snapshot:
-            logged = cursor.execute(
-                "SELECT source_path FROM archive_source_changes WHERE id > ? LIMIT ?",
-                (snapshot[0], RETAKE_AFTER_CHANGES + 1),
-            ).fetchall()
-            if len(logged) <= RETAKE_AFTER_CHANGES:
+            logged = _logged(cursor, ARCHIVE_SOURCES, "source_path", snapshot[0])
+            if logged is not None:
                 sources: set[str] = set(marshal.loads(snapshot[1]))
                 sources.update(path for (path,) in logged)
                 return sources
-        last = cursor.execute("SELECT coalesce(max(id), 0) FROM archive_source_changes").fetchone()[0]
+        last = _last_change(cursor, ARCHIVE_SOURCES)
         paths = [path for (path,) in cursor.execute("SELECT source_path FROM archive_streams")]
     take(conn, ARCHIVE_SOURCES, paths, last)
     return set(paths)
@@ -120,7 +115,18 @@ def _snapshot(cursor: sqlite3.Cursor, kind: str) -> tuple[int, bytes] | tuple[()
     return found or ()
 
 
-_LOGS = {STREAMS: "stream_changes", ARCHIVE_SOURCES: "archive_source_changes"}
+def _logged(cursor: sqlite3.Cursor, kind: str, columns: str, since: int) -> list[tuple[Any, ...]] | None:
+    """`columns` of the changes to `kind` logged after change `since`, in order; None when there are more
+    than RETAKE_AFTER_CHANGES (the snapshot is then read again row by row)."""
+    changes = cursor.execute(
+        f"SELECT {columns} FROM {_LOGS[kind]} WHERE id > ? ORDER BY id LIMIT ?", (since, RETAKE_AFTER_CHANGES + 1)
+    ).fetchall()
+    return changes if len(changes) <= RETAKE_AFTER_CHANGES else None
+
+
+def _last_change(cursor: sqlite3.Cursor, kind: str) -> int:
+    """The last change to `kind` logged (0: none)."""
+    return int(cursor.execute(f"SELECT coalesce(max(id), 0) FROM {_LOGS[kind]}").fetchone()[0])
 
 
 def take(conn: sqlite3.Connection, kind: str, value: list[Any], last_change: int) -> bool:
