@@ -32,6 +32,11 @@ ANY_WORD_POSTINGS = 100_000
 KEPT_CONNECTIONS = 8
 # Ranked chunks are checked against the filters at most this many at a time (SQL parameters).
 MAX_LOOKUP_BATCH = 8_192
+# FTS5's matches best first, by BM25 (higher is better). Ordered by `bm25()` rather than by FTS5's `rank`
+# column, SQLite's own sorter ranks them: with a LIMIT it keeps only that many (a heap) where FTS5's sorted
+# plan sorts every match. The same rows in the same order (ties too: 460 queries compared at 100k turns),
+# and 30% less time (an any-word prompt matching 54k chunks: 62 -> 43 ms; without a LIMIT 62 -> 54 ms).
+_RANKED_CHUNKS = "SELECT rowid, -bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY bm25(chunks_fts)"
 # Words too common to find anything by (English, French, German, Spanish): left out of an any-word
 # query, and of what a prompt is recalled by.
 STOPWORDS = set(
@@ -246,9 +251,7 @@ class Ranking:
     def reader(self, expression: str) -> _Replay:
         """The matches of `expression` from the best, those read before replayed."""
         if expression not in self._read:
-            cursor = self.conn.execute(
-                "SELECT rowid, -rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank", (expression,)
-            )
+            cursor = self.conn.execute(_RANKED_CHUNKS, (expression,))
             self._read[expression] = ([], cursor)
         return _Replay(*self._read[expression])
 
@@ -274,8 +277,8 @@ def ranked_chunks(
     """(chunk id, turn id, BM25) of the best `count` chunks matching `expression` that the filters admit
     (`ranking`: FTS5's matches, shared with other searches).
 
-    FTS5 ranks the matches itself (`ORDER BY rank`), and the best are looked up a batch at a time (each
-    twice the last) until `count` of them pass the filters. Joined to their turns and sessions first, every
+    FTS5 finds the matches and SQLite ranks them (`_RANKED_CHUNKS`); the best are looked up a batch at a
+    time (each twice the last) until `count` of them pass the filters. Joined to their turns and sessions first, every
     match was read in three tables before SQLite sorted them: the any-word queries of 20 real prompts over
     300k chunks took 41 ms of CPU (median), 15 ms so.
     """
@@ -285,9 +288,7 @@ def ranked_chunks(
         best = ranking.reader(expression)
     else:
         best = conn.execute(
-            "SELECT rowid, -rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank"
-            + ("" if clauses else " LIMIT ?"),
-            (expression,) if clauses else (expression, count),
+            _RANKED_CHUNKS + ("" if clauses else " LIMIT ?"), (expression,) if clauses else (expression, count)
         )
     joins = "FROM chunks c JOIN turns t ON t.id = c.turn_id JOIN sessions s ON s.session_id = t.session_id"
     found: list[tuple[int, int, float]] = []
