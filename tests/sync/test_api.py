@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import http.client
 import json
+import shutil
+import sqlite3
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import pytest
 
+from agent_dirs import OTHER_AGENT_DIRS
 from memex.sync.client import ApiClient
 from synctools import SLAY, TOKEN, Computer
 from transcripts import ClaudeSession, simple_turn
 
 SLAY_ID = SLAY.stem
+
+OPENCODE_DB = Path(__file__).resolve().parents[1] / "fixtures" / "live" / "opencode-1.18.33" / "opencode.db"
 
 
 @pytest.fixture
@@ -108,6 +113,25 @@ def test_a_transcript_gone_from_disk_is_served_from_the_archive(alpha: Computer)
     status, body, headers = get(alpha, f"/v1/sessions/{SLAY_ID}/raw")
     assert status == 200 and body == SLAY.read_bytes()
     assert int(headers["Content-Length"]) == SLAY.stat().st_size
+
+
+def test_a_session_its_agent_deleted_from_its_database_is_served_from_the_archive(computers) -> None:
+    """OpenCode keeps sessions in one database: the raw route gives a session's records, and once OpenCode
+    deleted it, the archive's copy of them (it was a 410)."""
+    computer = computers("alpha")
+    database = computer.root / OTHER_AGENT_DIRS["opencode_db"]
+    database.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(OPENCODE_DB, database)
+    computer.start(serve_api=True)
+    with sqlite3.connect(database) as db:
+        session_id = db.execute("SELECT id FROM session WHERE parent_id IS NULL ORDER BY id").fetchone()[0]
+    status, records, _ = get(computer, f"/v1/sessions/{session_id}/raw")
+    assert status == 200 and records.startswith(b'{"session":')
+    with sqlite3.connect(database) as db:
+        for table, column in (("part", "session_id"), ("message", "session_id"), ("session", "id")):
+            db.execute(f"DELETE FROM {table} WHERE {column} = ?", (session_id,))
+    status, body, headers = get(computer, f"/v1/sessions/{session_id}/raw")
+    assert status == 200 and body == records and int(headers["Content-Length"]) == len(records)
 
 
 def test_a_transcript_gone_from_disk_without_a_copy_is_410(computers) -> None:

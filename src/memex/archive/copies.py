@@ -5,6 +5,10 @@ appended (never the whole file rewritten per turn); one whose archived bytes cha
 JSON chats) is copied again whole. Every piece written is read back and checked against the hash of the
 source bytes it was made from.
 
+A session an agent keeps in a database (OpenCode, Cursor: a synthetic transcript `<database>#<key>`) is
+archived as its records as JSON lines (what `memex show --raw` gives of it), copied again whenever the
+adapter's fingerprint of it moves, so it outlives its rows.
+
 Crash safety: pieces are appended after cutting off whatever an interrupted write left past the last
 complete piece, then synced, and only then recorded in the store (the file is the truth, the row a cache).
 Whole-file writes go to a temporary file renamed over the old copy. A kill at any moment leaves either the
@@ -22,6 +26,7 @@ import fcntl
 import os
 import re
 import sqlite3
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -31,7 +36,9 @@ from typing import BinaryIO
 from memex.archive import frames
 from memex.config import Config
 from memex.errors import SourceChanged
+from memex.sources import fingerprint, is_synthetic, raw_transcript
 from memex.sources.files import open_regular
+from memex.sources.model import Transcript
 from memex.store.archive import ArchiveRow, archive_row, mark_source_gone, save_archive_row
 from memex.store.db import make_private_folder, open_private, transaction
 
@@ -248,27 +255,27 @@ def keep_copy(conn: sqlite3.Connection, config: Config, stream: Stream) -> KeepR
     """Bring the archive's copy of `stream` up to date with its source and record it in the store.
 
     A source that is gone is noted (the copy stays); an unchanged one (same size and time as recorded,
-    copy of the recorded size) costs a lookup and a `stat`.
+    copy of the recorded size) costs a lookup and a `stat` (a session in a database: its fingerprint).
     """
     root = archive_root(config)
     row = archive_row(conn, stream.session_id, stream.agent_id)
     relative = row.archive_path if row else relative_path(stream)
     target = root / relative
     try:
-        source = open_regular(stream.source)
+        opened = _opened(stream, row, target)
     except FileNotFoundError:
         if row is not None:
             with transaction(conn):
                 mark_source_gone(conn, stream.session_id, stream.agent_id, now())
         return KeepReport("missing", row.raw_bytes if row else 0, row.stored_bytes if row else 0)
+    if opened is None:
+        assert row is not None
+        return KeepReport("unchanged", row.raw_bytes, row.stored_bytes)
+    source, (source_size, source_mtime_ns) = opened
     with source:
-        stat = os.fstat(source.fileno())
-        if row is not None and (row.source_size, row.source_mtime_ns) == (stat.st_size, stat.st_mtime_ns):
-            with contextlib.suppress(FileNotFoundError):
-                if target.stat().st_size == row.stored_bytes and row.raw_bytes == stat.st_size:
-                    return KeepReport("unchanged", row.raw_bytes, row.stored_bytes)
+        size = os.fstat(source.fileno()).st_size
         with archive_lock(root):
-            status = _update(target, stream, source, stat.st_size, config.archive_level)
+            status = _update(target, stream, source, size, config.archive_level)
             scan = _scan(target)
             assert scan is not None
             record = ArchiveRow(
@@ -280,14 +287,51 @@ def keep_copy(conn: sqlite3.Connection, config: Config, stream: Stream) -> KeepR
                 scan.raw_bytes,
                 scan.size,
                 len(scan.pieces),
-                stat.st_size,
-                stat.st_mtime_ns,
+                source_size,
+                source_mtime_ns,
                 None,
                 now(),
             )
             with transaction(conn):
                 save_archive_row(conn, record)
     return KeepReport(status, record.raw_bytes, record.stored_bytes)
+
+
+def _opened(stream: Stream, row: ArchiveRow | None, target: Path) -> tuple[BinaryIO, tuple[int, int]] | None:
+    """The source's bytes, open, and its (size, mtime_ns) as the store records it; None when the copy is
+    up to date with it. A session kept in a database is read first (its fingerprint, then its records
+    spooled to a temporary file). FileNotFoundError when the source is gone."""
+    transcript = Transcript(stream.source, stream.agent, stream.session_id)
+    if is_synthetic(transcript):
+        version = fingerprint(transcript)  # before the records: a change meanwhile is copied next time
+        if _up_to_date(row, target, version):
+            return None
+        spool = tempfile.TemporaryFile()  # noqa: SIM115 (returned open; closed by the caller)
+        try:
+            for block in raw_transcript(stream.agent, stream.source):
+                spool.write(block)
+            spool.seek(0)
+        except BaseException:
+            spool.close()
+            raise
+        return spool, version
+    source = open_regular(stream.source)
+    stat = os.fstat(source.fileno())
+    version = (stat.st_size, stat.st_mtime_ns)
+    if row is not None and row.raw_bytes == stat.st_size and _up_to_date(row, target, version):
+        source.close()
+        return None
+    return source, version
+
+
+def _up_to_date(row: ArchiveRow | None, target: Path, version: tuple[int, int]) -> bool:
+    """Whether the recorded copy was made from the source at `version` and is whole on disk."""
+    if row is None or (row.source_size, row.source_mtime_ns) != version:
+        return False
+    try:
+        return target.stat().st_size == row.stored_bytes
+    except FileNotFoundError:
+        return False
 
 
 __all__ = ["KeepReport", "SourceChanged", "Stream", "archive_root", "keep_copy", "relative_path"]

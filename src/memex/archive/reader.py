@@ -22,6 +22,7 @@ from memex.archive import frames
 from memex.archive.copies import archive_root, now
 from memex.config import Config
 from memex.ingest.state import load_state
+from memex.sources import fingerprint, is_synthetic
 from memex.sources.model import Transcript
 from memex.store.archive import (
     ArchiveRow,
@@ -176,6 +177,23 @@ def restore(reader: ArchiveReader, target: Path, mtime_ns: int | None) -> None:
         os.utime(target, ns=(mtime_ns, mtime_ns))
 
 
+def _in_database(row: ArchiveRow) -> bool:
+    """Whether the copy holds a session an agent keeps in a database (its records as JSON lines): served
+    by `--raw`, never parsed again (its adapter reads the database, not its records)."""
+    return is_synthetic(Transcript(Path(row.source_path), row.agent, row.session_id))
+
+
+def _source_exists(row: ArchiveRow) -> bool:
+    """Whether the copy's source is still where it was read (a session kept in a database: still in it)."""
+    if not _in_database(row):
+        return os.path.exists(row.source_path)
+    try:
+        fingerprint(Transcript(Path(row.source_path), row.agent, row.session_id))
+    except (OSError, sqlite3.Error):
+        return False
+    return True
+
+
 def _needs_parse(conn: sqlite3.Connection, row: ArchiveRow) -> bool:
     """Whether the store's state of a stream is not what its copy holds (never read, or to be read again)."""
     state = load_state(conn, row.session_id, row.agent_id)
@@ -200,14 +218,16 @@ def archived_sources(
     live = {str(t.path) for t in present}  # found on disk just now: no need to look again
     forgotten = forgotten_sessions(conn)
     outside = [row for row in archive_rows(conn, outside=unchanged or live) if row.source_path not in live]
-    missing = [row for row in outside if not os.path.exists(row.source_path)]
+    missing = [row for row in outside if not _source_exists(row)]
     gone = [row for row in missing if row.source_gone_at is None]
     if gone:
         with transaction(conn):
             for row in gone:
                 mark_source_gone(conn, row.session_id, row.agent_id, now())
     rows = [
-        row for row in missing if row.agent in wanted and row.session_id not in forgotten and _needs_parse(conn, row)
+        row
+        for row in missing
+        if row.agent in wanted and row.session_id not in forgotten and not _in_database(row) and _needs_parse(conn, row)
     ]
     if not rows:
         yield []

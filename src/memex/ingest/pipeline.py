@@ -655,6 +655,6 @@ def archived(conn: sqlite3.Connection, config: Config, transcript: Transcript, r
     stream = Stream(transcript.agent, report.session_id, report.agent_id, transcript.path, transcript.session_id)
     try:
         keep_copy(conn, config, stream)
-    except (OSError, ArchiveCorrupt) as exc:
+    except (OSError, sqlite3.Error, ArchiveCorrupt) as exc:  # sqlite3: an agent's database that cannot be read
         report.warnings.append(f"{transcript.path}: not archived ({reason_of(exc)})")
     return report

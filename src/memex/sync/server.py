@@ -245,15 +245,12 @@ class _Routes:
 def _open_transcript(conn: sqlite3.Connection, config: Config, session_id: str) -> tuple[IO[bytes], int]:
     """The transcript the store recorded for the session (or the archive's copy of it), open, and its size."""
     agent, path = api.transcript_of(conn, config, session_id)
-    if path and SEPARATOR in Path(path).name:  # a session in an agent's database: its records, as JSON lines
-        try:
-            records = b"".join(raw_transcript(agent, Path(path)))
-        except (OSError, sqlite3.Error):
-            raise ApiFailure(410, "the transcript of this session is no longer on disk") from None
-        return io.BytesIO(records), len(records)
     try:
+        if path and SEPARATOR in Path(path).name:  # a session in an agent's database: its records, JSON lines
+            records = b"".join(raw_transcript(agent, Path(path)))
+            return io.BytesIO(records), len(records)
         handle = open(path, "rb")  # type: ignore[arg-type]  # noqa: SIM115 (closed by the stream)
-    except (OSError, TypeError):
+    except (OSError, TypeError, sqlite3.Error):
         copy = api.archived_transcript(conn, config, session_id)
         if copy is None:
             raise ApiFailure(410, "the transcript of this session is no longer on disk") from None
