@@ -41,6 +41,14 @@ def test_each_file_is_one_agents_at_most() -> None:
     assert {agents[0] for agents in claims.values()} == set(EXPECTED) - {"cursor"}
 
 
+def test_agents_indexes_and_logs_are_no_ones_transcripts() -> None:
+    """Files beside the transcripts that name sessions on every line (Kimi Code's session index, Qwen
+    Code's usage log) are claimed by no agent: a `sessionId` made them Claude sessions of unknown records."""
+    for path in (LIVE / "kimi-code-2.1.0" / "session_index.jsonl", LIVE / "qwen-code-0.24.4" / "usage_record.jsonl"):
+        assert '"sessionId"' in path.read_text()
+        assert [name for name, adapter in ADAPTERS.items() if adapter.discover([path])] == []
+
+
 def test_index_one_folder_of_every_agent(run, tmp_path: Path) -> None:
     shutil.copytree(LIVE, tmp_path / "live")
     shutil.copytree(SPECSTORY, tmp_path / "live" / "specstory")

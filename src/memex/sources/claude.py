@@ -54,8 +54,6 @@ KNOWN_TYPES = frozenset(
 )
 # Record types of Codex rollouts (`{timestamp, type, payload}`): such a file is not a Claude transcript.
 _CODEX_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
-# Record types only Claude Code writes (its first line may be any of them, or carry a `sessionId`).
-_CLAUDE_TYPES = ("user", "assistant", "summary", "system", "file-history-snapshot", "custom-title", "ai-title")
 _PR_NUMBER = re.compile(r"[0-9]{1,18}")
 _COMMAND = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
 _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
@@ -89,13 +87,10 @@ def _foreign(data: dict[str, Any]) -> bool:
 
 
 def _claude_shape(data: dict[str, Any]) -> bool:
-    """True for a record only Claude Code writes."""
-    return (
-        isinstance(data.get("sessionId"), str)
-        or isinstance(data.get("message"), dict)
-        or isinstance(data.get("uuid"), str)
-        or data.get("type") in _CLAUDE_TYPES
-    )
+    """True for a record only Claude Code writes: a message, an entry's `uuid`, or one of its record types.
+    A `sessionId` alone is not enough: other agents keep JSON-lines indexes and logs naming sessions
+    (Kimi Code's `session_index.jsonl`, Qwen Code's `usage_record.jsonl`), which are no transcripts."""
+    return isinstance(data.get("message"), dict) or isinstance(data.get("uuid"), str) or data.get("type") in KNOWN_TYPES
 
 
 def _first_record(path: Path) -> tuple[bool, Any]:
