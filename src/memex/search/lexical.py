@@ -278,9 +278,9 @@ def ranked_chunks(
     (`ranking`: FTS5's matches, shared with other searches).
 
     FTS5 finds the matches and SQLite ranks them (`_RANKED_CHUNKS`); the best are looked up a batch at a
-    time (each twice the last) until `count` of them pass the filters. Joined to their turns and sessions first, every
-    match was read in three tables before SQLite sorted them: the any-word queries of 20 real prompts over
-    300k chunks took 41 ms of CPU (median), 15 ms so.
+    time (each twice the last) until `count` of them pass the filters. Joined to their turns and sessions
+    first, every match was read in three tables before SQLite sorted them: the any-word queries of 20 real
+    prompts over 300k chunks took 41 ms of CPU (median), 15 ms so.
     """
     clauses, params = filters.turn_clauses("t", "s")
     best: sqlite3.Cursor | _Replay
