@@ -136,7 +136,7 @@ class Memex:
         conn = self._existing_conn()
         known = stored_streams(conn) if conn is not None else None
         unchanged: set[str] = set()
-        sieve = sieve_known(conn, known) if conn is not None and known else None
+        sieve = sieve_known(conn, known, bool(self.config.archive_enabled)) if conn is not None and known else None
         transcripts = discover(roots, skipped, sieve, unchanged)
         found = Discovery(roots, transcripts, skipped, [], defaults=not paths, unchanged=unchanged, known=known)
         found.seconds = time.perf_counter() - started

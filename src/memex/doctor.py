@@ -178,9 +178,25 @@ def check_cleanup(config: Config, conn: sqlite3.Connection | None) -> Check:
     )
 
 
+def _still_to_copy(sources: list[tuple[str, str]]) -> int:
+    """How many of the pending streams' transcripts are still there to copy (a session in an agent's
+    database: still in it); one deleted before it was copied cannot be, and is no work for `memex index`."""
+    from memex.sources import fingerprint
+    from memex.sources.model import Transcript
+
+    count = 0
+    for agent, path in sources:
+        try:
+            fingerprint(Transcript(Path(path), agent, ""))
+        except (OSError, sqlite3.Error, KeyError):
+            continue
+        count += 1
+    return count
+
+
 def check_archive(config: Config, conn: sqlite3.Connection | None) -> Check:
     from memex.archive.copies import archive_root
-    from memex.store.archive import archive_rows, archive_statistics, sessions_without_copy
+    from memex.store.archive import archive_rows, archive_statistics, pending_sources
 
     if conn is None:
         return Check("archive", "info", "no store yet")
@@ -191,7 +207,7 @@ def check_archive(config: Config, conn: sqlite3.Connection | None) -> Check:
         path = root / row.archive_path
         if not path.is_file() or path.stat().st_size < row.stored_bytes:
             damaged.append(row.archive_path)
-    uncopied = sessions_without_copy(conn)
+    uncopied = _still_to_copy(pending_sources(conn))
     detail = (
         f"{stats['archived_transcripts']} transcripts, {_mib(stats['archive_bytes'])} for "
         f"{_mib(stats['archived_transcript_bytes'])} (ratio {stats['archive_ratio'] or '—'}), "
@@ -202,7 +218,9 @@ def check_archive(config: Config, conn: sqlite3.Connection | None) -> Check:
     if not config.archive_enabled:
         return Check("archive", "warn", f"turned off (archive_enabled = 0); {detail}", "set archive_enabled = 1")
     if uncopied:
-        return Check("archive", "warn", f"{detail}; {uncopied} sessions have no copy yet", "`memex index`")
+        return Check(
+            "archive", "warn", f"{detail}; {uncopied} transcripts have no up-to-date copy yet", "`memex index`"
+        )
     return Check("archive", "ok", detail)
 
 

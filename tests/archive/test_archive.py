@@ -320,3 +320,30 @@ def test_an_archive_whose_folders_did_not_change_is_not_listed_again(
         assert archive_row(conn, lost[0], "") is not None
     finally:
         conn.close()
+
+
+def test_a_store_from_before_the_pending_copies_names_the_streams_without_one(
+    run, config: Config, projects: Path
+) -> None:
+    """Migration 12 names every stream whose copy does not match what was indexed (none, or an older one),
+    and the next `memex index` copies them, although their transcripts did not change."""
+    assert run("index", str(projects)).exit_code == 0
+    conn = connect(config.db_path)
+    streams = conn.execute("SELECT session_id, agent_id FROM archive_streams ORDER BY 1, 2").fetchall()
+    missing, stale = tuple(streams[0]), tuple(streams[1])
+    with conn:  # the store as migration 11 left it: a copy lost, another behind its transcript
+        conn.execute("DELETE FROM archive_streams WHERE session_id = ? AND agent_id = ?", missing)
+        conn.execute("UPDATE archive_streams SET source_size = 1 WHERE session_id = ? AND agent_id = ?", stale)
+        for trigger in ("sessions", "subagent_sessions"):
+            for event in ("insert", "update"):
+                conn.execute(f"DROP TRIGGER {trigger}_archive_pending_{event}")
+        conn.execute("DROP TABLE archive_pending")
+        conn.execute("PRAGMA user_version = 11")
+    conn.close()
+    conn = connect(config.db_path)  # migrated
+    assert {tuple(r) for r in conn.execute("SELECT session_id, agent_id FROM archive_pending")} == {missing, stale}
+    report = json.loads(run("index", "--json", str(projects)).stdout)
+    assert report["files_changed"] == 0
+    assert conn.execute("SELECT count(*) FROM archive_pending").fetchone()[0] == 0
+    assert archive_row(conn, *missing) is not None
+    conn.close()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from corpus import MISC
+from corpus import MISC, SLAY
 from memex.archive.copies import Stream, archive_root, keep_copy
 from memex.archive.reader import ArchiveReader
 from memex.config import Config
@@ -57,4 +57,40 @@ def test_killed_mid_append(config: Config, tmp_path: Path, delay: float) -> None
     assert report.raw_bytes == source.stat().st_size
     with ArchiveReader(copy) as reader:
         assert reader.read() == source.read_bytes()
+    conn.close()
+
+
+_KILLED_BEFORE_COPY = """
+import os, signal, sys
+import memex.archive.copies
+from memex.cli.entry import main
+
+def killed(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)  # the transcript's ingest has committed; its copy is next
+
+memex.archive.copies.keep_copy = killed
+sys.argv = ["memex", "index"]
+main()
+"""
+
+
+def test_killed_between_indexing_and_copying_the_next_index_makes_the_copy(run, config: Config, tmp_path: Path) -> None:
+    """The ingest commits before the copy is written: a kill between the two left the transcript indexed,
+    so never read again, and never copied (doctor asked for a `memex index` that did nothing)."""
+    transcript = tmp_path / "claude-projects" / "-home-dev-shop" / SLAY.name
+    transcript.parent.mkdir(parents=True)
+    transcript.write_bytes(SLAY.read_bytes())
+    killed = subprocess.run([sys.executable, "-c", _KILLED_BEFORE_COPY], env=dict(os.environ), capture_output=True)
+    assert killed.returncode == -signal.SIGKILL
+    conn = connect(config.db_path)
+    assert conn.execute("SELECT count(*) FROM sessions").fetchone()[0] == 1
+    assert archive_row(conn, SLAY.stem, "") is None
+    assert "1 transcripts have no up-to-date copy yet" in run("doctor").stdout
+    assert run("index").exit_code == 0
+    row = archive_row(conn, SLAY.stem, "")
+    assert row is not None and row.raw_bytes == SLAY.stat().st_size
+    with ArchiveReader(archive_root(config) / row.archive_path) as reader:
+        assert reader.read() == SLAY.read_bytes()
+    assert "no up-to-date copy" not in run("doctor").stdout
+    assert conn.execute("SELECT count(*) FROM archive_pending").fetchone()[0] == 0
     conn.close()

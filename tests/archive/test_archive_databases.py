@@ -12,7 +12,7 @@ from memex.archive.copies import Stream, archive_root, keep_copy
 from memex.archive.reader import ArchiveReader
 from memex.config import Config
 from memex.sources import raw_transcript
-from memex.store.archive import archive_row, sessions_without_copy
+from memex.store.archive import archive_row, pending_sources
 from memex.store.db import connect
 
 OPENCODE_DB = Path(__file__).resolve().parents[1] / "fixtures" / "live" / "opencode-1.18.33" / "opencode.db"
@@ -52,8 +52,8 @@ def test_each_session_is_archived_as_its_records_and_doctor_is_content(run, conf
     for session_id, path in sessions:
         assert _archived(config, conn, session_id) == b"".join(raw_transcript("opencode", Path(path)))
         assert archive_row(conn, session_id, "").source_path == str(database) + "#" + session_id
-    assert sessions_without_copy(conn) == 0  # doctor no longer asks for a `memex index` that cannot help
-    assert "no copy yet" not in run("doctor").stdout
+    assert pending_sources(conn) == []  # doctor no longer asks for a `memex index` that cannot help
+    assert "no up-to-date copy" not in run("doctor").stdout
 
 
 def test_an_unchanged_session_is_not_read_again_and_a_changed_one_is_copied_again(run, config: Config) -> None:

@@ -39,7 +39,7 @@ from memex.errors import SourceChanged
 from memex.sources import fingerprint, is_synthetic, raw_transcript
 from memex.sources.files import open_regular
 from memex.sources.model import Transcript
-from memex.store.archive import ArchiveRow, archive_row, mark_source_gone, save_archive_row
+from memex.store.archive import ArchiveRow, archive_row, copy_kept, is_pending, mark_source_gone, save_archive_row
 from memex.store.db import make_private_folder, open_private, transaction
 
 # Small pieces at the end of a file (less than a full piece each) merged once there are this many: a frame
@@ -256,6 +256,8 @@ def keep_copy(conn: sqlite3.Connection, config: Config, stream: Stream) -> KeepR
 
     A source that is gone is noted (the copy stays); an unchanged one (same size and time as recorded,
     copy of the recorded size) costs a lookup and a `stat` (a session in a database: its fingerprint).
+    Either way the stream is no longer pending (`archive_pending`); a failure (OSError, sqlite3.Error,
+    ArchiveCorrupt) leaves it pending, for the next `memex index`.
     """
     root = archive_root(config)
     row = archive_row(conn, stream.session_id, stream.agent_id)
@@ -264,12 +266,16 @@ def keep_copy(conn: sqlite3.Connection, config: Config, stream: Stream) -> KeepR
     try:
         opened = _opened(stream, row, target)
     except FileNotFoundError:
-        if row is not None:
-            with transaction(conn):
+        with transaction(conn):
+            if row is not None:
                 mark_source_gone(conn, stream.session_id, stream.agent_id, now())
+            copy_kept(conn, stream.session_id, stream.agent_id)  # nothing left to copy
         return KeepReport("missing", row.raw_bytes if row else 0, row.stored_bytes if row else 0)
     if opened is None:
         assert row is not None
+        if is_pending(conn, stream.session_id, stream.agent_id):  # a read first: most runs write nothing
+            with transaction(conn):
+                copy_kept(conn, stream.session_id, stream.agent_id)
         return KeepReport("unchanged", row.raw_bytes, row.stored_bytes)
     source, (source_size, source_mtime_ns) = opened
     with source:
@@ -294,6 +300,7 @@ def keep_copy(conn: sqlite3.Connection, config: Config, stream: Stream) -> KeepR
             )
             with transaction(conn):
                 save_archive_row(conn, record)
+                copy_kept(conn, stream.session_id, stream.agent_id)
     return KeepReport(status, record.raw_bytes, record.stored_bytes)
 
 

@@ -31,6 +31,7 @@ from memex.sources.locations import agent_roots
 from memex.sources.model import Transcript
 from memex.store import mirrors as store_mirrors
 from memex.store import snapshots
+from memex.store.archive import pending_streams
 from memex.store.db import transaction
 
 if TYPE_CHECKING:
@@ -171,10 +172,15 @@ def discover(
     return sorted(found, key=lambda t: t.subagent_id is not None)
 
 
-def sieve_known(conn: sqlite3.Connection, known: dict[str, StoredStream]) -> dict[str, StoredStream]:
+def sieve_known(
+    conn: sqlite3.Connection, known: dict[str, StoredStream], archive: bool = True
+) -> dict[str, StoredStream]:
     """The part of `known` a walk may take out unchanged: not the streams whose tool outputs are still to be
-    read (`backfill_tool_outputs` reads them from their transcripts)."""
+    read (`backfill_tool_outputs` reads them from their transcripts), nor, with `archive`, those whose copy
+    is pending (`index_transcripts` makes it)."""
     pending = {(r[0], r[1]) for r in conn.execute("SELECT session_id, agent_id FROM tool_output_backfill")}
+    if archive:
+        pending |= pending_streams(conn)
     if not pending:
         return known
     return {path: s for path, s in known.items() if (s.session_id, s.agent_id) not in pending}
@@ -198,13 +204,22 @@ def index_transcripts(
     indexed; only an error of the store itself stops the run. `on_total` is told the bytes of all the
     transcripts before the first is ingested; `on_file` is told of each one (its report's `size`).
     `unchanged` are the paths discovery found as the store holds them (`discover`): only counted. `known`
-    is `stored_streams(conn)` when the caller has it already.
+    is `stored_streams(conn)` when the caller has it already. An unchanged transcript whose archive copy is
+    pending (a run killed after indexing it, before copying it) gets its copy now.
     """
     report = IndexReport()
     report.failed.extend(skipped)
     started = time.perf_counter()
 
+    copy_pending = pending_streams(conn) if config.archive_enabled and transcripts else set()
+
     def done(transcript: Transcript, file_report: FileReport) -> None:
+        key = (file_report.session_id, file_report.agent_id)
+        if file_report.status == "unchanged" and key in copy_pending:
+            from memex.ingest.pipeline import archived
+
+            copy_pending.discard(key)
+            file_report = archived(conn, config, transcript, file_report)
         report.add(file_report)
         if on_file:
             on_file(transcript, file_report)

@@ -92,6 +92,32 @@ def save_archive_row(conn: sqlite3.Connection, row: ArchiveRow) -> None:
     )
 
 
+def pending_streams(conn: sqlite3.Connection) -> set[tuple[str, str]]:
+    """(session id, agent id) of the streams whose copy is not known to match what was indexed."""
+    return {(r[0], r[1]) for r in conn.execute("SELECT session_id, agent_id FROM archive_pending")}
+
+
+def pending_sources(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+    """(agent, transcript path) of the pending streams, main sessions and subagents."""
+    return conn.execute(
+        "SELECT s.agent, coalesce(sub.transcript_path, s.transcript_path) FROM archive_pending p "
+        "JOIN sessions s ON s.session_id = p.session_id LEFT JOIN subagent_sessions sub "
+        "ON p.agent_id != '' AND sub.session_id = p.session_id AND sub.agent_id = p.agent_id "
+        "WHERE p.agent_id = '' OR sub.agent_id IS NOT NULL"
+    ).fetchall()
+
+
+def copy_kept(conn: sqlite3.Connection, session_id: str, agent_id: str) -> None:
+    """The stream's copy matches its source (or it has none to copy): it is no longer pending."""
+    conn.execute("DELETE FROM archive_pending WHERE session_id = ? AND agent_id = ?", (session_id, agent_id))
+
+
+def is_pending(conn: sqlite3.Connection, session_id: str, agent_id: str) -> bool:
+    """Whether the stream is pending (`archive_pending`)."""
+    sql = "SELECT 1 FROM archive_pending WHERE session_id = ? AND agent_id = ?"
+    return conn.execute(sql, (session_id, agent_id)).fetchone() is not None
+
+
 def mark_source_gone(conn: sqlite3.Connection, session_id: str, agent_id: str, when: str) -> None:
     """Record that the source of an archived stream is no longer on disk (the first time it was noticed)."""
     conn.execute(
@@ -132,14 +158,6 @@ def archive_statistics(conn: sqlite3.Connection) -> dict[str, Any]:
 def archived_sizes(conn: sqlite3.Connection) -> dict[str, int]:
     """Source path -> bytes of it the archive holds."""
     return dict(conn.execute("SELECT source_path, raw_bytes FROM archive_streams").fetchall())
-
-
-def sessions_without_copy(conn: sqlite3.Connection) -> int:
-    """Local sessions read from a file whose main transcript has no archived copy."""
-    return conn.execute(
-        "SELECT count(*) FROM sessions s WHERE s.file_size IS NOT NULL AND NOT EXISTS "
-        "(SELECT 1 FROM archive_streams a WHERE a.session_id = s.session_id AND a.agent_id = '')"
-    ).fetchone()[0]
 
 
 def publication_backlog(conn: sqlite3.Connection, computer: str) -> tuple[int, int]:

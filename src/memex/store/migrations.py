@@ -673,6 +673,43 @@ MIGRATIONS: list[str] = [
             AND NOT EXISTS (SELECT 1 FROM snapshots WHERE kind = 'archive_sources');
     END;
     """,
+    # 12: the streams whose archive copy is not known to match what was indexed (`archive_pending`): triggers
+    # name a stream in the transaction that indexes it, and keeping its copy (`memex.archive.copies`) takes
+    # it out. A run killed between the two left a stream indexed, so never read again, and never copied; a
+    # stream still named here is read by the next `memex index` (its copy made then). Every stream without a
+    # copy that matches its indexed size and time is named at once.
+    """
+    CREATE TABLE archive_pending (
+        session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
+        agent_id TEXT NOT NULL DEFAULT '',
+        PRIMARY KEY (session_id, agent_id)
+    );
+    CREATE TRIGGER sessions_archive_pending_insert AFTER INSERT ON sessions WHEN new.file_size IS NOT NULL BEGIN
+        INSERT OR IGNORE INTO archive_pending (session_id, agent_id) VALUES (new.session_id, '');
+    END;
+    CREATE TRIGGER sessions_archive_pending_update AFTER UPDATE ON sessions
+    WHEN new.file_size IS NOT NULL AND (old.file_size IS NOT new.file_size OR old.file_mtime_ns IS NOT new.file_mtime_ns
+        OR old.transcript_path IS NOT new.transcript_path) BEGIN
+        INSERT OR IGNORE INTO archive_pending (session_id, agent_id) VALUES (new.session_id, '');
+    END;
+    CREATE TRIGGER subagent_sessions_archive_pending_insert AFTER INSERT ON subagent_sessions
+    WHEN new.file_size IS NOT NULL BEGIN
+        INSERT OR IGNORE INTO archive_pending (session_id, agent_id) VALUES (new.session_id, new.agent_id);
+    END;
+    CREATE TRIGGER subagent_sessions_archive_pending_update AFTER UPDATE ON subagent_sessions
+    WHEN new.file_size IS NOT NULL AND (old.file_size IS NOT new.file_size OR old.file_mtime_ns IS NOT new.file_mtime_ns
+        OR old.transcript_path IS NOT new.transcript_path) BEGIN
+        INSERT OR IGNORE INTO archive_pending (session_id, agent_id) VALUES (new.session_id, new.agent_id);
+    END;
+    INSERT OR IGNORE INTO archive_pending (session_id, agent_id)
+        SELECT s.session_id, '' FROM sessions s WHERE s.file_size IS NOT NULL AND NOT EXISTS (
+            SELECT 1 FROM archive_streams a WHERE a.session_id = s.session_id AND a.agent_id = ''
+            AND a.source_size = s.file_size AND a.source_mtime_ns IS s.file_mtime_ns);
+    INSERT OR IGNORE INTO archive_pending (session_id, agent_id)
+        SELECT s.session_id, s.agent_id FROM subagent_sessions s WHERE s.file_size IS NOT NULL AND NOT EXISTS (
+            SELECT 1 FROM archive_streams a WHERE a.session_id = s.session_id AND a.agent_id = s.agent_id
+            AND a.source_size = s.file_size AND a.source_mtime_ns IS s.file_mtime_ns);
+    """,
 ]
 # The first migration that has the snapshots: any later one drops them (a migration may rebuild a table the
 # triggers watch, and a snapshot is only ever a copy).
