@@ -329,7 +329,14 @@ def _index_in_parallel(
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    from memex.ingest.pipeline import failed_report, idle_report, ingest_planned, is_store_failure, parse_stream
+    from memex.ingest.pipeline import (
+        SEGMENT_BYTES,
+        failed_report,
+        idle_report,
+        ingest_planned,
+        is_store_failure,
+        parse_stream,
+    )
 
     pool = ProcessPoolExecutor(
         max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker
@@ -353,6 +360,7 @@ def _index_in_parallel(
                     config.chunk_overlap_tokens,
                     config.max_line_bytes,
                     config.tool_output_max_chars,
+                    SEGMENT_BYTES,
                 )
             except (BrokenProcessPool, RuntimeError):  # workers cannot start: the rest is parsed here
                 broken = True

@@ -8,6 +8,11 @@ that rewrites its files in place (`INCREMENTAL = False` in its source module).
 Three steps: `plan_ingest` reads the stored state, `parse_stream` reads the file (no database: it can run
 in a worker process), `write_stream` stores the result and rebuilds the session's mirror.
 
+A large append-only transcript is read a segment at a time (`SEGMENT_BYTES`), each segment written in a
+transaction of its own as if the file ended there, and the next read as its append: memory stays bounded
+by the segment, not the file (a 300 MB transcript held 540 MB), and a run killed midway keeps the
+segments it wrote.
+
 A file that cannot be read or stored fails alone: `ingest_isolated` turns its error into a report with
 status `failed` and the reason, and nothing of it is written. Only an error of the store itself (locked,
 full, damaged), which every other file would meet too, goes up to the caller.
@@ -44,6 +49,10 @@ _FIRST_ONLY_RANK = TITLE_RANKS["prompt"]
 TITLE_MAX_CHARS = 100
 # Warnings kept per file (the count of bad lines is always complete).
 MAX_WARNINGS_PER_FILE = 5
+# An append-only transcript is read at most this many bytes past where the last read stopped per
+# transaction (a whole turn still comes whole: a segment ends at a line, and its provisional turn is read
+# again with the next one).
+SEGMENT_BYTES = 32 << 20
 
 
 def _now() -> str:
@@ -430,6 +439,7 @@ class ParsedStream:
     resume: tuple[int, int] | None = None  # (line index, byte offset) of the provisional turn
     compact_line: int | None = None
     checks: tuple[str, str] = ("", "")  # head and tail hashes of the consumed bytes
+    partial: bool = False  # stopped at `max_bytes`: the rest of the file is still to read
 
 
 def parse_stream(
@@ -438,8 +448,11 @@ def parse_stream(
     overlap_tokens: int,
     max_line_bytes: int = Config.max_line_bytes,
     tool_output_chars: int = Config.tool_output_max_chars,
+    max_bytes: int | None = None,
 ) -> ParsedStream:
-    """Read a planned transcript from its resume point into entries and prepared turns.
+    """Read a planned transcript from its resume point into entries and prepared turns; an append-only one,
+    with `max_bytes`, only up to the first line ending that many bytes past where the last read stopped
+    (`partial` then tells that more is left).
 
     Touches no database, so it runs as well in a worker process as in the writer. Bad lines the last
     run read already (between the resume point and where it stopped) are not counted again.
@@ -451,7 +464,13 @@ def parse_stream(
     builder = TurnBuilder(agent_id, is_sidechain=bool(agent_id), tool_output_chars=tool_output_chars)
     offsets: dict[int, int] = {}
     lines = stream_entries(transcript, state.resume_offset, state.resume_line_index, max_line_bytes)
+    stop_at = None
+    if max_bytes is not None and not is_synthetic(transcript) and is_incremental(transcript.agent, transcript.path):
+        stop_at = max(state.last_offset, state.resume_offset) + max_bytes
     for line, entry in lines:
+        if stop_at is not None and line.start >= stop_at:  # this line is the next segment's
+            parsed.partial = True  # (the reader's file is closed with the generator, when this returns)
+            break
         offsets[line.line_index] = line.start
         parsed.end_offset, parsed.next_line = line.end, line.line_index + 1
         parsed.lines += 1
@@ -502,10 +521,15 @@ def parse_stream(
     return parsed
 
 
-def parse_with(config: Config, plan: Plan) -> ParsedStream:
-    """`parse_stream` with the settings of `config`."""
+def parse_with(config: Config, plan: Plan, max_bytes: int | None = None) -> ParsedStream:
+    """`parse_stream` with the settings of `config` (`max_bytes`: a segment only)."""
     return parse_stream(
-        plan, config.chunk_max_tokens, config.chunk_overlap_tokens, config.max_line_bytes, config.tool_output_max_chars
+        plan,
+        config.chunk_max_tokens,
+        config.chunk_overlap_tokens,
+        config.max_line_bytes,
+        config.tool_output_max_chars,
+        max_bytes,
     )
 
 
@@ -564,7 +588,8 @@ def write_stream(conn: sqlite3.Connection, config: Config, plan: Plan, parsed: P
     if parsed.compact_line is not None:
         state.last_compact_line_index = parsed.compact_line
     state.bad_lines += parsed.bad_lines
-    state.file_size, state.file_mtime_ns = plan.size, plan.mtime_ns
+    # A segment is stored as a file that ended where it stopped: the next plan finds the rest appended.
+    state.file_size, state.file_mtime_ns = (parsed.end_offset if parsed.partial else plan.size), plan.mtime_ns
     state.head_hash, state.tail_hash = parsed.checks
     save_state(conn, session_id, agent_id, _path_key(transcript.path), state, now)
     if agent_id and (transcript.agent_type or transcript.description):
@@ -616,28 +641,52 @@ def ingest_planned(conn: sqlite3.Connection, config: Config, plan: Plan, parsed:
             report = idle_report(current)
         else:
             if parsed is None or not current.same_work(plan):
-                parsed = parse_with(config, current)
+                parsed = parse_with(config, current, SEGMENT_BYTES)
             report = write_stream(conn, config, current, parsed)
+    if parsed is not None and parsed.partial:  # the rest, a segment at a time, here
+        return _joined(report, ingest_transcript(conn, config, plan.transcript))
     return archived(conn, config, plan.transcript, report)
 
 
 def ingest_transcript(conn: sqlite3.Connection, config: Config, transcript: Transcript) -> FileReport:
     """Bring the store up to date with one transcript (a session's main file or one subagent's file).
 
-    Everything happens in one transaction: killed at any moment, the next run redoes the same work.
+    Everything happens in one transaction (per segment of a large file): killed at any moment, the next run
+    redoes the same work.
     """
-    with transaction(conn):
-        plan = plan_ingest(conn, transcript)
-        if plan.status in IDLE:
-            report = idle_report(plan)
-        else:
-            try:
-                parsed = parse_with(config, plan)
-            except FileNotFoundError:
-                plan.status = "missing"
-                return idle_report(plan)
-            report = write_stream(conn, config, plan, parsed)
+    report: FileReport | None = None
+    while True:
+        with transaction(conn):
+            plan = plan_ingest(conn, transcript)
+            if plan.status in IDLE:
+                segment = idle_report(plan)
+            else:
+                try:
+                    parsed = parse_with(config, plan, SEGMENT_BYTES)
+                except FileNotFoundError:
+                    plan.status = "missing"
+                    return idle_report(plan) if report is None else report
+                segment = write_stream(conn, config, plan, parsed)
+        report = segment if report is None else _joined(report, segment)
+        if plan.status in IDLE or not parsed.partial:
+            break
     return archived(conn, config, transcript, report)
+
+
+def _joined(first: FileReport, rest: FileReport) -> FileReport:
+    """The report of a file read in segments: `first`'s status, and what every segment read and wrote."""
+    if rest.status in ("unchanged", "missing"):
+        return first
+    if rest.status == "failed":
+        return rest
+    first.lines += rest.lines
+    first.bad_lines += rest.bad_lines
+    first.turns += rest.turns
+    first.bytes_read += rest.bytes_read
+    first.mirror_written = first.mirror_written or rest.mirror_written
+    first.warnings.extend(rest.warnings[: max(0, MAX_WARNINGS_PER_FILE - len(first.warnings))])
+    first.size = rest.size or first.size
+    return first
 
 
 def archived(conn: sqlite3.Connection, config: Config, transcript: Transcript, report: FileReport) -> FileReport:
