@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from agent_cli import index_json
-from corpus import CODEX_SHORT, LIVE_CLINE, LIVE_CODEX, LIVE_OPENCODE_DB, LIVE_PI
+from corpus import CODEX, CODEX_SHORT, LIVE_CLINE, LIVE_CODEX, LIVE_OPENCODE_DB, LIVE_PI
 from memex.cli.main import cli
 from memex.cli.pager import DEFAULT_PAGER, pager_command
 from memex.textutil import display_time, plain_title, short_id
@@ -295,3 +295,14 @@ def test_sessions_started_a_minute_apart_show_ids_that_find_them(run, tmp_path: 
         assert shown_json.exit_code == 0, shown_json.output
         assert json.loads(shown_json.stdout)["session"]["session_id"] == full
     assert short_id("4ce12a22-1823-4a68-9398-6db5561d9ada") == "4ce12a22"  # a random UUID: its first group
+
+
+def test_a_long_title_never_cuts_the_session_id(run) -> None:
+    """A table wider than the screen (160 columns in a pipe) gives up width: the title's, never the id's
+    (the MoonMind rollouts' long titles cut `019a802a-aab1` to `019a802a-a…`, which finds nothing; so
+    were `specstory-…` and `aider-43a3…`)."""
+    index_json(run, CODEX)
+    ids = [row["session_id"] for row in json.loads(run("sessions", "list", "--json").stdout)]
+    table = run("sessions", "list", "--no-pager").stdout
+    shown = [line.split()[0] for line in table.splitlines()[1:] if line.strip()]
+    assert shown == [short_id(i) for i in ids] and "019a802a-aab1" in shown
