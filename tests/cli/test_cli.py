@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from corpus import CODEX, GEMINI, MISC, SLAY, USAGE_ONLY
+from corpus import CODEX, GEMINI, LIVE_CODEX, MISC, SLAY, USAGE_ONLY
 from mirrortools import store_received_mirror
 from transcripts import ClaudeSession, simple_turn, text, tool_use
 
@@ -293,6 +293,22 @@ def test_agent_option_everywhere(run, agents_home: Path) -> None:
     assert wrong.exit_code == 2 and "no codex session matches 'ef56'" in wrong.stderr
     bad = run("sessions", "list", "--agent", "hologram")
     assert bad.exit_code == 2 and "Invalid value" in bad.stderr
+
+
+def test_a_subagents_id_given_as_a_session_says_whose_it_is(run) -> None:
+    """Search results label a subagent's turns with its id (`[Subagent: 01a209d0-fa7c-…]`), and Codex
+    writes a spawned agent's rollout as a thread of its own: given to `show`, `search --session` or
+    `find-related`, that id matched no session, said without a word of where it is."""
+    run("index", str(LIVE_CODEX))
+    child, parent = "01a209d0-fa7c-7962-b6c3-548f6f302da0", "01a209d0-f96a-7271-b275-d9f0c96d0cf5"
+    hits = as_json(run("search", "SUBAGENT-TASK list the files", "--json"))
+    assert hits[0]["agent_id"] == child and hits[0]["session_id"] == parent
+    for args in (("show", child[:13]), ("search", "files", "--session", child), ("find-related", "sessions", child)):
+        told = run(*args)
+        assert told.exit_code == 2 and "Traceback" not in told.output, args
+        said = f"no session matches {args[-1]!r}: it is subagent {child} of session {parent}, shown with its turns"
+        assert said in told.stderr, args
+    assert run("show", "01a209d0-zzzz").stderr.strip() == "memex: error: no session matches '01a209d0-zzzz'"
 
 
 def test_show_a_codex_and_a_gemini_conversation(run, agents_home: Path) -> None:

@@ -210,7 +210,7 @@ def resolve_session(conn: sqlite3.Connection, prefix: str, agent: str | None = N
         [pattern, *([agent] if agent else []), pattern, *([agent] if agent else [])],
     ).fetchall()
     if not rows:
-        raise UserError(f"no {agent + ' ' if agent else ''}session matches {prefix!r}")
+        raise UserError(f"no {agent + ' ' if agent else ''}session matches {prefix!r}{_subagent_hint(conn, prefix)}")
     exact = [r["session_id"] for r in rows if r["session_id"] == prefix]
     if exact:
         return exact[0]
@@ -218,6 +218,20 @@ def resolve_session(conn: sqlite3.Connection, prefix: str, agent: str | None = N
         shown = ", ".join(r["session_id"] for r in rows[:5])
         raise UserError(f"{prefix!r} matches several sessions ({shown}…): give more characters")
     return rows[0]["session_id"]
+
+
+def _subagent_hint(conn: sqlite3.Connection, prefix: str) -> str:
+    """Where a subagent whose id starts with `prefix` is found, said after "no session matches": search
+    results and `--turns` label a subagent's turns with its id (`[Subagent: 01a209d0-fa7c-…]`), and an
+    agent may list it as a session of its own (OpenCode's child sessions), so users give it as one."""
+    rows = conn.execute(
+        "SELECT session_id, agent_id FROM subagent_sessions WHERE agent_id LIKE ? ESCAPE '\\' "
+        "ORDER BY session_id, agent_id LIMIT 2",
+        (_like_escape(prefix) + "%",),
+    ).fetchall()
+    if len(rows) != 1:
+        return ""
+    return f": it is subagent {rows[0]['agent_id']} of session {rows[0]['session_id']}, shown with its turns"
 
 
 def get_session(conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
