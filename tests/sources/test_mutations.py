@@ -267,7 +267,8 @@ def _copilot_summary(entry: Entry | BadLine) -> tuple:
 
 def _read_alone(entry: Entry | BadLine) -> Entry | BadLine:
     """A record as read on its own, without a subagent's report: Cline's `spawn_agent` result reads as one
-    when its call was read before it (a damaged call leaves it tool output)."""
+    when its call was read before it (a damaged call leaves it tool output), and Kimi's report is named by
+    the description of the spawn record before it."""
     if isinstance(entry, BadLine):
         return entry
     blocks = [b for b in entry.blocks if not (b.kind == "text" and b.text.startswith("Subagent "))]
@@ -295,7 +296,10 @@ def test_pi_survives_any_value_in_any_field(stretch: Stretch) -> None:
 
 @given(damaged_stretch(KIMI_SOURCES, keep_first=True))
 def test_kimi_survives_any_value_in_any_field(stretch: Stretch) -> None:
-    _same_records(kimi, stretch, "wire.jsonl")
+    """A subagent's report is named by the description its spawn record gave, when that was read first."""
+    before = _by_line(_read(kimi, _write(stretch.intact, "wire.jsonl")), stretch.indexes)
+    after = _by_line(_read(kimi, _write(stretch.damaged, "wire.jsonl")), stretch.indexes)
+    assert {i: _read_alone(e) for i, e in after.items()} == {i: _read_alone(e) for i, e in before.items()}
 
 
 # --- whole documents: one damaged message leaves the others as they were -------------------------------
