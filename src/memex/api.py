@@ -714,13 +714,14 @@ def _check_scope(scope: str, role: str | None, mode: str, level: str | None) -> 
         raise UserError(f"search in {scope!r}? choose one of: {', '.join(SCOPES)}")
     if role is not None and role not in ROLES:
         raise UserError(f"role {role!r}? choose one of: {', '.join(ROLES)}")
+    # Said by every door (the CLI's options, the viewer's fields, the MCP tool's arguments): by their names.
     if scope != "conversation" and role:
-        raise UserError("--role keeps to a voice of the conversation: it does not apply to tool output")
+        raise UserError("role keeps to a voice of the conversation: it does not apply to tool output")
     what = "tool output" if scope == "tools" else f"the {role}'s words" if role else None
     if what and mode == "semantic":
-        raise UserError(f"{what} cannot be searched by meaning (no vectors hold it): use --mode lexical")
+        raise UserError(f"{what} cannot be searched by meaning (no vectors hold it): search by words (mode lexical)")
     if what and level:
-        raise UserError(f"--level applies to conversation search, not to {what}")
+        raise UserError(f"level applies to conversation search, not to {what}")
 
 
 def _scoped_search(

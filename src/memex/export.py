@@ -45,12 +45,15 @@ def conversation(conn: sqlite3.Connection, session_id: str, computer: str, redac
     """The conversation of a session (local: rebuilt from its entries when its mirror is not this
     computer's; else the mirror received)."""
     mirror: Mirror | None = get_mirror(conn, session_id, computer)
+    worked = False
     if is_indexed(conn, session_id):
-        owner = get_session(conn, session_id)["computer"]
-        if mirror is None or mirror.computer != owner:
+        session = get_session(conn, session_id)
+        worked = bool(session["turns"] or session["subagents"])
+        if mirror is None or mirror.computer != session["computer"]:
             mirror = build_mirror(conn, session_id)
     if mirror is None:
-        raise UserError(f"session {session_id} has no conversation to export (only tool work)")
+        only = " (only tool work: `memex show --turns` shows it)" if worked else ""
+        raise UserError(f"session {session_id} has no conversation to export{only}")
     count = 0
     if redact:
         mirror, count = redact_mirror(mirror)

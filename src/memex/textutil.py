@@ -72,13 +72,24 @@ def strip_system_reminders(text: str) -> str:
 
 # An agent-named session id: `specstory-4b54246d18b7dd2b`, `aider-96d3bf7ba5991776` (memex names them so).
 _NAMED_ID = re.compile(r"[a-z]+-(?=[0-9a-f]{8})")
+# Ids that begin with the time they were made, so that sessions started within a minute or two share their
+# first 8 characters: a UUID version 7 (Codex, Pi: `01a209d0-f96a-7…`, 48 bits of milliseconds), OpenCode's
+# `ses_` and its time in hex (`ses_df5c216e4ffe…`), Cline's milliseconds (`1795468856782_epoob`, an
+# extension task's bare `1745000000000`). The match is the part shown: the time to the millisecond (to 16
+# for OpenCode), which tells apart sessions a user starts one after the other.
+_TIMED_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}(?=-7[0-9a-f]{3}-)|ses_[0-9a-f]{8}|[0-9]{13}(?![0-9])")
 SHORT_ID_CHARS = 8
 
 
 def short_id(session_id: str) -> str:
     """A session id as shown: its first 8 characters (a UUID's first group), or for an id memex named after
     its agent (`specstory-…`, `aider-…`) that name and the 8 characters after it: every SpecStory session
-    would otherwise show as `specstor`. Any prefix of an id finds it (`memex show`)."""
+    would otherwise show as `specstor`; for an id that begins with its time (`_TIMED_ID`) that time, as
+    the first 8 characters of two Codex sessions started in the same minute are the same. Any prefix of
+    an id finds it (`memex show`), so the short form finds the session."""
+    timed = _TIMED_ID.match(session_id)
+    if timed:
+        return timed.group()
     named = _NAMED_ID.match(session_id)
     return session_id[: (named.end() if named else 0) + SHORT_ID_CHARS]
 

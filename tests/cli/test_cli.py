@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from corpus import CODEX, GEMINI, MISC, SLAY, USAGE_ONLY
+from corpus import CODEX, GEMINI, LIVE_CODEX, MISC, SLAY, USAGE_ONLY
 from mirrortools import store_received_mirror
 from transcripts import ClaudeSession, simple_turn, text, tool_use
 
@@ -293,6 +293,40 @@ def test_agent_option_everywhere(run, agents_home: Path) -> None:
     assert wrong.exit_code == 2 and "no codex session matches 'ef56'" in wrong.stderr
     bad = run("sessions", "list", "--agent", "hologram")
     assert bad.exit_code == 2 and "Invalid value" in bad.stderr
+
+
+def test_warmup_subagents_are_not_announced(run, projects: Path) -> None:
+    """Claude Code 2.0 primed two subagents with "Warmup" at the start of every session; their turns are not
+    kept. Counted, every such session listed "+2 subagents", and `show` of one whose transcript holds only
+    summaries sent the user to `--turns` ("2 subagents (--turns shows them)"), which showed nothing."""
+    run("index", str(projects))
+    listed = run("sessions", "list", "--agent", "claude", "--no-pager").stdout
+    assert "subagents" not in listed
+    assert all(s["subagents"] == 0 for s in as_json(run("sessions", "list", "--json")))
+    summaries_only = "d3d4e0f8-bcb2-4597-8d7e-3fbcb2d9402b"
+    shown = run("show", summaries_only, "--no-pager").stdout
+    assert "--turns" not in shown and "(no conversation and no turns)" in shown
+    assert as_json(run("show", summaries_only, "--json"))["session"]["subagents"] == []
+    told = run("export", summaries_only).stderr
+    assert "no conversation to export" in told and "tool work" not in told
+    worked = as_json(run("show", "155715ec", "--json"))["session"]
+    assert worked["turns"] == 3 and worked["subagents"] == []
+
+
+def test_a_subagents_id_given_as_a_session_says_whose_it_is(run) -> None:
+    """Search results label a subagent's turns with its id (`[Subagent: 01a209d0-fa7c-…]`), and Codex
+    writes a spawned agent's rollout as a thread of its own: given to `show`, `search --session` or
+    `find-related`, that id matched no session, said without a word of where it is."""
+    run("index", str(LIVE_CODEX))
+    child, parent = "01a209d0-fa7c-7962-b6c3-548f6f302da0", "01a209d0-f96a-7271-b275-d9f0c96d0cf5"
+    hits = as_json(run("search", "SUBAGENT-TASK list the files", "--json"))
+    assert hits[0]["agent_id"] == child and hits[0]["session_id"] == parent
+    for args in (("show", child[:13]), ("search", "files", "--session", child), ("find-related", "sessions", child)):
+        told = run(*args)
+        assert told.exit_code == 2 and "Traceback" not in told.output, args
+        said = f"no session matches {args[-1]!r}: it is subagent {child} of session {parent}, shown with its turns"
+        assert said in told.stderr, args
+    assert run("show", "01a209d0-zzzz").stderr.strip() == "memex: error: no session matches '01a209d0-zzzz'"
 
 
 def test_show_a_codex_and_a_gemini_conversation(run, agents_home: Path) -> None:

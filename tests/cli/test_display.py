@@ -23,10 +23,11 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from corpus import CODEX_SHORT
+from agent_cli import index_json
+from corpus import CODEX, CODEX_SHORT, LIVE_CLINE, LIVE_CODEX, LIVE_OPENCODE_DB, LIVE_PI
 from memex.cli.main import cli
 from memex.cli.pager import DEFAULT_PAGER, pager_command
-from memex.textutil import display_time, plain_title
+from memex.textutil import display_time, plain_title, short_id
 from memex.web.render import short_time as web_time
 
 CODEX_ID = "019a802a-aab1-7c31-9831-d2510c7a74a2"
@@ -268,3 +269,40 @@ def drain(fd: int, into: list[bytes]) -> None:
         if not chunk:
             return
         into.append(chunk)
+
+
+# --- session ids ------------------------------------------------------------------------------------------
+
+
+def test_sessions_started_a_minute_apart_show_ids_that_find_them(run, tmp_path: Path) -> None:
+    """Codex and Pi name a session with a UUID version 7, OpenCode and Cline with an id that begins with the
+    time: two sessions started in the same minute share their first 8 characters (both Pi sessions listed
+    as `01a20a43`, and `memex show 01a20a43` refused the id as ambiguous). Each shows as its time to the
+    millisecond, in the list, in search results and in errors, and that short form finds it."""
+    opencode = tmp_path / "opencode" / "opencode.db"
+    opencode.parent.mkdir()
+    shutil.copy(LIVE_OPENCODE_DB, opencode)
+    index_json(run, LIVE_CODEX, LIVE_PI, LIVE_CLINE, opencode)
+    listed = run("sessions", "list", "--limit", "100", "--json")
+    ids = [row["session_id"] for row in json.loads(listed.stdout)]
+    assert len({i[:8] for i in ids}) < len(ids) == 11  # several share their first 8 characters
+    table = run("sessions", "list", "--limit", "100", "--no-pager")
+    shown = [line.split()[0] for line in table.stdout.splitlines()[1:] if line.strip()]
+    assert sorted(shown) == sorted(short_id(i) for i in ids) and len(set(shown)) == len(ids)
+    assert {"01a20a43-cfe2", "01a209d0-6a09", "ses_df5c216e", "1795468326054"} <= set(shown)
+    for short, full in zip(shown, ids, strict=True):
+        shown_json = run("show", short, "--json")
+        assert shown_json.exit_code == 0, shown_json.output
+        assert json.loads(shown_json.stdout)["session"]["session_id"] == full
+    assert short_id("4ce12a22-1823-4a68-9398-6db5561d9ada") == "4ce12a22"  # a random UUID: its first group
+
+
+def test_a_long_title_never_cuts_the_session_id(run) -> None:
+    """A table wider than the screen (160 columns in a pipe) gives up width: the title's, never the id's
+    (the MoonMind rollouts' long titles cut `019a802a-aab1` to `019a802a-a…`, which finds nothing; so
+    were `specstory-…` and `aider-43a3…`)."""
+    index_json(run, CODEX)
+    ids = [row["session_id"] for row in json.loads(run("sessions", "list", "--json").stdout)]
+    table = run("sessions", "list", "--no-pager").stdout
+    shown = [line.split()[0] for line in table.splitlines()[1:] if line.strip()]
+    assert shown == [short_id(i) for i in ids] and "019a802a-aab1" in shown

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
+from typing import Any
 
+from agent_cli import index_json
 from corpus import (
     LIVE_CLAUDE,
     LIVE_CODEX,
@@ -136,3 +139,31 @@ def test_a_rollout_indexed_as_a_session_before_becomes_a_subagent(conn, config: 
     assert conn.execute("SELECT count(*) FROM sessions WHERE session_id = ?", (CHILD_ID,)).fetchone()[0] == 0
     assert conn.execute("SELECT count(*) FROM mirrors WHERE session_id = ?", (CHILD_ID,)).fetchone()[0] == 0
     assert conn.execute("SELECT count(*) FROM subagent_sessions WHERE agent_id = ?", (CHILD_ID,)).fetchone()[0] == 1
+
+
+def test_a_copy_of_a_session_keeps_its_own_subagents(run, tmp_path: Path) -> None:
+    """Two folders holding the same sessions (a backup beside the agent's folder, copied fixtures): the
+    second copy of a session is stored under an id derived from its path, but its subagents were stored
+    under the id they name, the original's. The copy listed none, the original's subagent stream was
+    read from the copy's file, and each `memex index` of one folder re-read what the other had taken."""
+    first, second = tmp_path / "live" / "projects", tmp_path / "backup" / "projects"
+    shutil.copytree(LIVE_CLAUDE, first)
+    shutil.copytree(LIVE_CLAUDE, second)
+    for folder in (first, second):
+        assert index_json(run, folder)["files_changed"] == 3
+    for folder in (first, second):
+        assert index_json(run, folder)["files_changed"] == 0  # was 1 each time: the subagent, taken back
+    listed = as_json(run("sessions", "list", "--agent", "claude", "--json"))
+    parent = "322e6fc1-933c-4088-b825-a0b12dac4c7a"
+    copies = {s["session_id"]: s for s in listed if s["session_id"].startswith(parent)}
+    assert len(copies) == 2 and all(s["subagents"] == 1 for s in copies.values())
+    for session_id, session in copies.items():
+        folder = first if session_id == parent else second
+        assert session["transcript_path"].startswith(str(folder.resolve()))
+        shown = as_json(run("show", session_id, "--turns", "--json"))
+        assert "a6464d481e77bfaa0" in {t["agent_id"] for t in shown["turns"]}
+
+
+def as_json(result: Any) -> Any:
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)

@@ -141,10 +141,13 @@ def test_scoped_searches_refuse_what_they_cannot_do(indexed: Path, run) -> None:
         (("--role", "user", "--mode", "semantic"), "cannot be searched by meaning"),
         (("--in", "tools", "--role", "user"), "does not apply to tool output"),
         (("--in", "all", "--role", "user"), "does not apply to tool output"),
-        (("--in", "tools", "--level", "chunk"), "--level applies to conversation search"),
+        (("--in", "tools", "--level", "chunk"), "level applies to conversation search"),
     ]:
         result = run("search", *args, "anything")
         assert result.exit_code != 0 and message in result.stderr and "Traceback" not in result.output
+        # The face says it to every door: the web viewer and the MCP server have no `--mode` (it said
+        # "use --mode lexical" to a viewer's user and to an agent calling the tool).
+        assert "--" not in result.stderr.removeprefix("memex: error: ")
     assert run("search", "--in", "everything", "x").exit_code == 2
 
 

@@ -9,6 +9,9 @@ from pathlib import Path
 
 from agent_cli import index_json, sessions, turns
 from corpus import AIDER, LIVE_AIDER
+from memex.api import Memex
+from memex.config import load_config
+from memex.context.answers import file_history
 from memex.sources import ADAPTERS, aider
 from memex.sources.model import Entry
 
@@ -50,8 +53,8 @@ def test_prompts_once_each_edits_and_run_commands() -> None:
         ("edit", {"path": "app.py"}),  # "Applied edit to app.py"
         ("run", {"command": "ls"}),
     ]
-    banner = [e.extra["files"] for e in entries if e.extra.get("files")]
-    assert banner == [["app.py"], ["app.py"]]  # `aider app.py`: in the chat from the run's first turn
+    banner = [(e.extra["files"], e.extra["files_tool"]) for e in entries if e.extra.get("files")]
+    assert banner == [(["app.py"], "add"), (["app.py"], "add")]  # `aider app.py`: from the run's first turn
     reply = next(e.text for e in entries if e.kind == "assistant" and ">>>>>>> REPLACE" in e.text)
     assert reply.startswith("I will add a docstring") and reply.endswith("The README.md should mention this too.")
     runs = [e for e in entries if e.entry_type == "run"]
@@ -115,3 +118,24 @@ def test_a_new_run_appended_is_read_from_the_last_turn(run, tmp_path: Path) -> N
         "/run ls",
         "Thanks. Now summarise what you found in one line.",
     ]
+
+
+def test_a_file_given_on_the_command_line_is_added_not_edited(run, tmp_path: Path) -> None:
+    """`aider notes.md --message …` puts notes.md in the chat before the first prompt ("Added notes.md to the
+    chat." in the banner). It was recorded as a Claude Code file-history snapshot: the web viewer listed it
+    under `file_history_snapshot`, the file-history hook said the run had edited the file, and find-related
+    left it out. It is a file added to the chat, as one added on the user's yes."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    run_header = HISTORY.read_text().split("\n\n")[0].replace("--message What does", "notes.md --message What does")
+    history = (
+        f"{run_header}\n> Added notes.md to the chat.  \n\n#### What do the notes say?  \n\n"
+        "They list the zebra tokens.\n\n> Tokens: 100 sent, 20 received.  \n"
+    )
+    (project / ".aider.chat.history.md").write_text(history)
+    index_json(run, project)
+    session_id = aider.session_id_of(project / ".aider.chat.history.md")
+    with Memex(load_config(), readonly=True) as memex:
+        assert memex.session_files(session_id) == [("notes.md", ["add"])]
+        [touched] = file_history(memex.conn, str(project.resolve() / "notes.md"), None, 5)
+    assert touched["session_id"] == session_id and touched["tools"] == ["add"]  # not "edited"

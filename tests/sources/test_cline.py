@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agent_cli import index_json, search_sessions, sessions, turns
+from agent_cli import index_json, mirror, search_sessions, sessions, turns
 from corpus import LIVE_CLINE
 from memex.sources import claude, cline, codex, copilot, gemini, kimi, pi, qwen, roo
 from memex.sources.model import Entry
@@ -68,6 +68,21 @@ def test_index_show_search_end_to_end(run) -> None:
     assert [t["agent_id"] for t in turns(run, TASK_ID)] == ["", "agent_1795468857262_w5xwp5"]
     assert "Files: README.md" in turns(run, "1795468326054_owpbz")[0]["tool_summary"]
     assert search_sessions(run, "summarise what you found", "cline") == ["1795468326054_owpbz"]
+
+
+def test_a_subagents_answer_is_its_report_in_the_parents_conversation(run) -> None:
+    """The `spawn_agent` call's result holds the subagent's answer (`{"text": …, "iterations": …}`): it
+    reads as the subagent's report in the parent's conversation, as every other agent's does (it was tool
+    output alone: `memex show`, the export and the mirror never said what the subagent found)."""
+    entries = good(cline, TASK)
+    [report] = [e for e in entries if any(b.kind == "tool_result" for b in e.blocks)]
+    assert report.kind == "assistant"
+    answer = "Subagent report: the folder holds notes.md, app.py and README.md."
+    assert report.blocks[-1].text == f"Subagent reported: {answer}"
+    index_json(run, LIVE_CLINE)
+    assert "Subagent reported: Subagent report: the folder holds notes.md" in mirror(run, TASK_ID)
+    assert "Subagent reported" in run("export", TASK_ID, "--format", "md").stdout
+    assert all("reported" not in e.text for e in good(cline, READ))  # other tools' results stay tool output
 
 
 def _task(folder: Path, ui: bool = True) -> Path:

@@ -59,9 +59,11 @@ def test_kimi_code_prompts_tools_and_a_resumed_session() -> None:
 
 
 def test_the_subagents_task_and_report() -> None:
+    """The report is named by the description the subagent was spawned with, as Claude Code's, Copilot's,
+    Qwen's and OpenCode's are (it read `Subagent reported: …`, nameless)."""
     main = good(TASK)
     assert [e.text for e in main if e.extra.get("report_of")] == [
-        "Subagent reported: Subagent report: the folder holds notes.md, app.py and README.md."
+        'Subagent "List project files" reported: Subagent report: the folder holds notes.md, app.py and README.md.'
     ]
     sub = good(SUBAGENT)
     assert next(e.text for e in sub if e.kind == "prompt").startswith("SUBAGENT-TASK:")
@@ -93,7 +95,7 @@ def test_index_show_search_end_to_end(run) -> None:
     listed = sessions(run, "kimi")
     assert listed[TASK_ID]["subagents"] == 1 and listed[TASK_ID]["project_dir"] == "/home/dev/proj"
     assert [t["agent_id"] for t in turns(run, TASK_ID)] == ["", "agent-0"]
-    assert "Subagent reported" in mirror(run, "19ff11c8")
+    assert 'Subagent "List project files" reported' in mirror(run, "19ff11c8")
     found = search_sessions(run, "summarise what you found", "kimi")
     assert sorted(found) == ["4b3c9a79-9e83-4699-8010-b526e91d84c2", "7dcd9254-a6ff-4a51-b2c0-cb126d79ee14"]
 

@@ -38,10 +38,12 @@ def list_command(app: App, limit: int, as_json: bool, computer: str | None, loca
         return
     started = [app.when(s.started_at) for s in sessions]
     widest = max(len(when) for when in started)  # a time is never cut: `2026-05-03 02:20 CEST`
-    columns: list[TableColumn] = [("session", 8, None), ("started", widest, None), ("agent", 6, None)]
+    ids = [short_id(s.session_id) for s in sessions]
+    longest = max(len(sid) for sid in ids)  # nor an id: `specstory-4b54246d` cut to `specstory-…` finds nothing
+    columns: list[TableColumn] = [("session", longest, None), ("started", widest, None), ("agent", 6, None)]
     columns += [("project", 12, 24), ("turns", 5, None), ("title", None, None)]
     rows: list[list[TextType]] = []
-    for s, when in zip(sessions, started, strict=True):
+    for s, when, sid in zip(sessions, started, ids, strict=True):
         extra = []
         if s.subagents:
             extra.append(f"+{s.subagents} subagents")
@@ -52,7 +54,7 @@ def list_command(app: App, limit: int, as_json: bool, computer: str | None, loca
         title = Text(title_text(s.title))
         if extra:
             title.append(f" ({'; '.join(extra)})", style="dim")
-        cells: list[TextType] = [Text(short_id(s.session_id), style="cyan"), when, s.agent, project_name(s.project_dir)]
+        cells: list[TextType] = [Text(sid, style="cyan"), when, s.agent, project_name(s.project_dir)]
         rows.append([*cells, "—" if s.turns is None else str(s.turns), title])
     with app.paged():
         print_table(app.out, columns, rows)

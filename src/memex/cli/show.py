@@ -77,7 +77,9 @@ def _show_mirror(app: App, info: dict[str, Any], messages: list[dict[str, Any]])
     extra = [f"{len(info['subagents'])} subagents (--turns shows them)"] if info["subagents"] else []
     _header(app, info, extra)
     if not messages:
-        app.out.print(Text("(no conversation: --turns shows what the session did)", style="dim"))
+        worked = info.get("turns") or info["subagents"]  # else a transcript of summaries or primed subagents
+        said = "no conversation: --turns shows what the session did" if worked else "no conversation and no turns"
+        app.out.print(Text(f"({said})", style="dim"))
     for message in messages:
         label = Text()
         label.append(LABELS[message["role"]], style=_STYLES[LABELS[message["role"]]])

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from memex.config import Config
 from memex.ingest.report import IDLE, FileReport
-from memex.ingest.state import StoredStream, stored_streams
+from memex.ingest.state import StoredStream, is_copy_id, stored_streams
 from memex.sources import ADAPTERS, adapter
 from memex.sources.files import Sieve, Skipped
 from memex.sources.locations import agent_roots
@@ -267,7 +267,9 @@ def unchanged_report(
     the file's `stat` without a query; None when that cannot be told so cheaply (`plan_ingest` decides)."""
     stored = known.get(str(transcript.path))  # stored paths are real paths, as discovery names files
     agent_id = transcript.subagent_id or ""
-    if stored is None or stored.agent_id != agent_id or (agent_id and stored.session_id != transcript.session_id):
+    if stored is None or stored.agent_id != agent_id:
+        return None
+    if agent_id and not is_copy_id(stored.session_id, transcript.session_id):  # a subagent of a copy: `<id>-…`
         return None
     if stat is None or (stat.st_size, stat.st_mtime_ns) != (stored.file_size, stored.file_mtime_ns):
         return None

@@ -31,7 +31,7 @@ from memex.errors import StoreError
 from memex.ingest.chunks import chunk_text
 from memex.ingest.prs import pull_requests
 from memex.ingest.report import IDLE, FileReport
-from memex.ingest.state import StreamState, file_checks, is_append_of, load_state, save_state
+from memex.ingest.state import StreamState, file_checks, is_append_of, is_copy_id, load_state, save_state
 from memex.ingest.turns import Turn, TurnBuilder
 from memex.mirrors.build import refresh_mirror
 from memex.sources import fingerprint, is_incremental, is_synthetic, stream_entries
@@ -91,6 +91,34 @@ def _resolve_session_id(conn: sqlite3.Connection, transcript: Transcript, claime
         return transcript.session_id  # this file supersedes the one the session was read from
     suffix = hashlib.blake2b(key.encode(), digest_size=4).hexdigest()
     return f"{transcript.session_id}-{suffix}"
+
+
+def _shared_parts(one: str, other: str) -> int:
+    """How many leading path components two paths share."""
+    count = 0
+    for a, b in zip(Path(one).parts, Path(other).parts, strict=False):
+        if a != b:
+            break
+        count += 1
+    return count
+
+
+def _subagent_session_id(conn: sqlite3.Connection, transcript: Transcript, claimed: dict[str, str] | None) -> str:
+    """The session a subagent transcript is stored under: of the sessions that claim its session id (the
+    session itself, and copies of it found in other folders, whose ids `_resolve_session_id` derived from
+    their path), the one whose main transcript lies nearest to it. Taken by the id it names, a copy's
+    subagent replaced the original's subagent stream, and the two took turns at every `memex index`."""
+    rows = conn.execute(
+        "SELECT session_id, transcript_path FROM sessions WHERE agent = ? AND session_id >= ? AND session_id < ?",
+        (transcript.agent, transcript.session_id, transcript.session_id + "."),  # the id and `<id>-…`
+    ).fetchall()
+    mains = {r["session_id"]: r["transcript_path"] for r in rows if r["transcript_path"]}
+    mains.update({sid: path for sid, path in (claimed or {}).items() if sid not in mains})
+    near = [(sid, path) for sid, path in mains.items() if is_copy_id(sid, transcript.session_id)]
+    if len(near) < 2:
+        return transcript.session_id
+    key = _path_key(transcript.path)
+    return max(near, key=lambda item: (_shared_parts(item[1], key), item[0] == transcript.session_id))[0]
 
 
 def _ensure_session(conn: sqlite3.Connection, session_id: str, agent: str, config: Config, now: str) -> None:
@@ -387,7 +415,10 @@ def plan_ingest(conn: sqlite3.Connection, transcript: Transcript, claimed: dict[
     ids the earlier ones will take.
     """
     agent_id = transcript.subagent_id or ""
-    session_id = transcript.session_id if agent_id else _resolve_session_id(conn, transcript, claimed)
+    if agent_id:
+        session_id = _subagent_session_id(conn, transcript, claimed)
+    else:
+        session_id = _resolve_session_id(conn, transcript, claimed)
     if claimed is not None and not agent_id:
         claimed.setdefault(session_id, _path_key(transcript.path))
     plan = Plan(transcript, session_id, agent_id, "missing")

@@ -13,6 +13,16 @@ from typing import BinaryIO, NamedTuple
 
 from memex.store import snapshots, streams
 
+
+def is_copy_id(session_id: str, of: str) -> bool:
+    """Whether `session_id` is `of`, or the id another file claiming session `of` is stored under: `of`, a
+    dash and 8 hex digits of its path (`memex.ingest.pipeline._resolve_session_id`)."""
+    if session_id == of:
+        return True
+    suffix = session_id[len(of) + 1 :]
+    return session_id.startswith(f"{of}-") and len(suffix) == 8 and all(c in "0123456789abcdef" for c in suffix)
+
+
 # Bytes hashed at the head of the consumed part and just before the stop point: enough to tell an
 # append from a rewrite without reading the file again.
 HEAD_CHECK_BYTES = 1024

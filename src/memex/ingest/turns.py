@@ -154,8 +154,10 @@ class TurnBuilder:
     def _flush_lead(self) -> None:
         assert self.current is not None
         for entry in self.lead:
+            # Claude Code's file-history snapshot, or what the agent says of its files (Aider: `add`).
+            tool = entry.extra.get("files_tool") or "file_history_snapshot"
             for path in entry.extra.get("files", ()):
-                self.current.raw_files.append((path, "file_history_snapshot"))
+                self.current.raw_files.append((path, tool))
         self.lead.clear()
 
     def add(self, entry: Entry) -> None:

@@ -158,7 +158,8 @@ class _Reader:
         elif applied:
             tool = ToolUse("edit", {"path": applied.group(1)})
         elif added and self.in_banner:  # files given on the command line: the run's first turn reads them
-            return Entry(index, "output", "other", timestamp=self.timestamp, extra={"files": [added.group(1)]})
+            files = {"files": [added.group(1)], "files_tool": "add"}  # added to the chat, as on a yes below
+            return Entry(index, "output", "other", timestamp=self.timestamp, extra=files)
         elif added:
             tool = ToolUse("add", {"path": added.group(1)})
         elif self.command_pending is not None:

@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 
 from memex.sources.files import Skipped, candidates, open_regular, problem, safe_resolve
+from memex.sources.injected import AgentReport
 from memex.sources.jsonl import DEFAULT_MAX_LINE_BYTES, RawLine
 from memex.sources.model import BadLine, Block, Entry, Transcript
 from memex.sources.records import (
@@ -59,6 +60,8 @@ _XML_TOOL_RESULT = re.compile(r"^\[[\w-]+(?: for '[^']*')?\] Result:")
 _SAY_ASSISTANT = frozenset({"text", "completion_result"})
 _SAY_USER = frozenset({"task", "user_feedback"})
 _SAY_QUIET = frozenset({"api_req_started", "api_req_finished", "checkpoint_created", "reasoning", "command_output"})
+# The CLI's tool that runs a subagent; its result is `{"text": <the subagent's answer>, "iterations", …}`.
+_SPAWN_TOOL = "spawn_agent"
 
 
 # --- discovery -------------------------------------------------------------------------------------
@@ -264,10 +267,38 @@ def read_task(path: Path, max_line_bytes: int) -> Iterator[tuple[RawLine, Entry 
     return document_entries(path, max_line_bytes, _list, parse)
 
 
+def _subagent_answer(output: str) -> str | None:
+    """The subagent's answer in a `spawn_agent` result (`{"text": …}`), or None."""
+    answer = obj(_loads(output)).get("text")
+    return answer.strip() if isinstance(answer, str) and answer.strip() else None
+
+
+def _with_reports(
+    found: Iterator[tuple[RawLine, Entry | BadLine | None]],
+) -> Iterator[tuple[RawLine, Entry | BadLine | None]]:
+    """`found`, with the result of each `spawn_agent` call read as the subagent's report in the parent's
+    conversation (as every other agent's is): the result alone is tool output, and the parent's
+    conversation would never say what the subagent found."""
+    spawned: set[str] = set()
+    for line, entry in found:
+        if isinstance(entry, Entry):
+            spawned.update(tool.id for tool in entry.tool_uses if tool.name == _SPAWN_TOOL and tool.id)
+            if entry.kind == "tool_result":
+                answers = [_subagent_answer(b.text) for b in entry.blocks if b.tool_use_id in spawned]
+                reports = [Block("text", AgentReport(None, None, a).text()) for a in answers if a]
+                if reports:
+                    entry.kind, entry.role = "assistant", "assistant"
+                    entry.blocks.extend(reports)
+        yield line, entry
+
+
 def read_entries(
     path: Path, start_offset: int = 0, start_line: int = 0, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
 ) -> Iterator[tuple[RawLine, Entry | BadLine | None]]:
-    """The whole session or task, message by message (offsets are ignored: see `INCREMENTAL`)."""
+    """The whole session or task, message by message (offsets are ignored: see `INCREMENTAL`); a
+    subagent's answer reads as its report in the conversation (`_with_reports`)."""
     if path.name.endswith(MESSAGES_SUFFIX):
-        return document_entries(path, max_line_bytes, lambda d: _session_records(path, d), _session_entry)
+        return _with_reports(
+            document_entries(path, max_line_bytes, lambda d: _session_records(path, d), _session_entry)
+        )
     return read_task(path, max_line_bytes)

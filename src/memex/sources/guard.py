@@ -65,7 +65,7 @@ def _extra_problem(extra: Any) -> str | None:
     number = extra.get("pr_number")
     if "pr_number" in extra and not (isinstance(number, int) and 0 < number <= SQLITE_MAX_INT):
         return "a pull request number out of range"
-    for key in ("pr_url", "repository", "title", "project_hash"):
+    for key in ("pr_url", "repository", "title", "project_hash", "files_tool"):
         if extra.get(key) is not None and not isinstance(extra[key], str):
             return f"a {key.replace('_', ' ')} that is not text"
     files = extra.get("files")

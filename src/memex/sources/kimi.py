@@ -212,12 +212,14 @@ def _parse_code(line_index: int, record: dict[str, Any]) -> Entry | BadLine | No
         return _loop_event(entry, event)
     elif kind == "subagent.spawned":
         entry.extra["subagent"] = text(record.get("subagentId"))
+        entry.extra["description"] = text(record.get("description"))
     elif kind == "subagent.completed":
         summary = text(record.get("resultSummary"))
         if summary:
             report = AgentReport(text(record.get("subagentId")), None, summary.strip())
             entry.kind, entry.role, entry.blocks = "assistant", "assistant", [Block("text", report.text())]
             entry.extra["report_of"] = report.agent_id
+            entry.extra["summary"] = report.result
     return entry
 
 
@@ -274,9 +276,18 @@ def parse(line_index: int, record: dict[str, Any]) -> Entry | BadLine | None:
 def read_entries(
     path: Path, start_offset: int = 0, start_line: int = 0, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
 ) -> Iterator[tuple[RawLine, Entry | BadLine | None]]:
-    """Each record of an event log from `start_offset`; the first (metadata) names the session's folder."""
+    """Each record of an event log from `start_offset`; the first (metadata) names the session's folder. A
+    subagent's report is named by the description it was spawned with (`Subagent "List project files"
+    reported: …`), as the other agents' are."""
     project = _project(path) if start_offset == 0 else None
+    spawned: dict[str, str] = {}  # subagent id -> its description
     for line, entry in jsonl_entries(path, start_offset, start_line, max_line_bytes, parse):
         if isinstance(entry, Entry) and entry.entry_type == "metadata":
             entry.cwd = project
+        elif isinstance(entry, Entry) and entry.extra.get("subagent") and entry.extra.get("description"):
+            spawned[entry.extra["subagent"]] = entry.extra["description"]
+        elif isinstance(entry, Entry) and entry.extra.get("report_of") in spawned:
+            agent_id = entry.extra["report_of"]
+            report = AgentReport(agent_id, spawned[agent_id], entry.extra["summary"])
+            entry.blocks = [Block("text", report.text())]
         yield line, entry

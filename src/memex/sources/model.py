@@ -61,7 +61,8 @@ class Entry:
     message_id: str | None = None  # assistant lines sharing it are one response
     cwd: str | None = None
     blocks: list[Block] = field(default_factory=list)
-    # Type-specific data: {"pr_number", "pr_url", "repository"}, {"files": [...]}, {"title": ...}.
+    # Type-specific data: {"pr_number", "pr_url", "repository"}, {"files": [...]} (Claude Code's file-history
+    # snapshot; with "files_tool", the tool the next turn's mention of them is named after), {"title": ...}.
     extra: dict[str, Any] = field(default_factory=dict)
     # The version of the agent that wrote the record, when the record says (Claude: every line; Codex:
     # its session_meta). Records without it take their session's.

@@ -182,7 +182,8 @@ def list_sessions(conn: sqlite3.Connection, filters: Filters, limit: int = 20) -
         "SELECT s.session_id, s.agent, s.computer, s.project_dir, s.title, s.started_at, s.ended_at, "
         "s.transcript_path, "
         "(SELECT count(*) FROM turns t WHERE t.session_id = s.session_id AND t.agent_id = '') AS turns, "
-        "(SELECT count(*) FROM subagent_sessions a WHERE a.session_id = s.session_id) AS subagents, "
+        f"(SELECT count(*) FROM subagent_sessions a WHERE a.session_id = s.session_id AND {_SUBAGENT_WORKED}) "
+        "AS subagents, "
         "(SELECT group_concat(DISTINCT pr_number) FROM pr_links p WHERE p.session_id = s.session_id) AS prs "
         f"FROM sessions s{where(clauses)} "
         "ORDER BY s.started_at IS NULL, s.started_at DESC, s.session_id LIMIT ?",
@@ -194,6 +195,12 @@ def list_sessions(conn: sqlite3.Connection, filters: Filters, limit: int = 20) -
         item["prs"] = [int(n) for n in row["prs"].split(",")] if row["prs"] else []
         sessions.append(item)
     return sessions
+
+
+# A subagent (`subagent_sessions a`) that left at least one turn. Claude Code 2.0 primed two subagents with
+# "Warmup" at the start of every session, whose turns are not kept: counted, every such session listed
+# "+2 subagents" and `show` sent the user to `--turns`, which had none of them to show.
+_SUBAGENT_WORKED = "EXISTS (SELECT 1 FROM turns t WHERE t.session_id = a.session_id AND t.agent_id = a.agent_id)"
 
 
 def resolve_session(conn: sqlite3.Connection, prefix: str, agent: str | None = None) -> str:
@@ -210,7 +217,7 @@ def resolve_session(conn: sqlite3.Connection, prefix: str, agent: str | None = N
         [pattern, *([agent] if agent else []), pattern, *([agent] if agent else [])],
     ).fetchall()
     if not rows:
-        raise UserError(f"no {agent + ' ' if agent else ''}session matches {prefix!r}")
+        raise UserError(f"no {agent + ' ' if agent else ''}session matches {prefix!r}{_subagent_hint(conn, prefix)}")
     exact = [r["session_id"] for r in rows if r["session_id"] == prefix]
     if exact:
         return exact[0]
@@ -218,6 +225,20 @@ def resolve_session(conn: sqlite3.Connection, prefix: str, agent: str | None = N
         shown = ", ".join(r["session_id"] for r in rows[:5])
         raise UserError(f"{prefix!r} matches several sessions ({shown}…): give more characters")
     return rows[0]["session_id"]
+
+
+def _subagent_hint(conn: sqlite3.Connection, prefix: str) -> str:
+    """Where a subagent whose id starts with `prefix` is found, said after "no session matches": search
+    results and `--turns` label a subagent's turns with its id (`[Subagent: 01a209d0-fa7c-…]`), and an
+    agent may list it as a session of its own (OpenCode's child sessions), so users give it as one."""
+    rows = conn.execute(
+        "SELECT session_id, agent_id FROM subagent_sessions WHERE agent_id LIKE ? ESCAPE '\\' "
+        "ORDER BY session_id, agent_id LIMIT 2",
+        (_like_escape(prefix) + "%",),
+    ).fetchall()
+    if len(rows) != 1:
+        return ""
+    return f": it is subagent {rows[0]['agent_id']} of session {rows[0]['session_id']}, shown with its turns"
 
 
 def get_session(conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
@@ -228,10 +249,15 @@ def get_session(conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
     session = dict(row)
     session["prs"] = pull_requests_of(conn, session_id)
     subagents = conn.execute(
-        "SELECT agent_id, agent_type, description FROM subagent_sessions WHERE session_id = ? ORDER BY agent_id",
+        "SELECT agent_id, agent_type, description FROM subagent_sessions a "
+        f"WHERE a.session_id = ? AND {_SUBAGENT_WORKED} ORDER BY agent_id",
         (session_id,),
     ).fetchall()
     session["subagents"] = [r["agent_id"] for r in subagents]
+    # Its own turns, as `sessions list` counts them (with `subagents`: whether `--turns` has anything to show).
+    session["turns"] = conn.execute(
+        "SELECT count(*) FROM turns WHERE session_id = ? AND agent_id = ''", (session_id,)
+    ).fetchone()[0]
     # What the agent said of each (Claude Code's agent-<id>.meta.json), where it did.
     session["subagent_details"] = [dict(r) for r in subagents]
     return session
