@@ -108,3 +108,24 @@ def test_a_reader_makes_a_store_left_readable_private_first(tmp_path: Path) -> N
     path.chmod(0o644)
     connect_readonly(path).close()
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_opening_the_store_again_keeps_the_process_locks_so_another_process_cannot_delete_its_wal(
+    tmp_path: Path,
+) -> None:
+    # POSIX drops every lock a process holds on a file when it closes any descriptor of that file: a daemon
+    # whose API opened another connection lost its locks, the next command's close took itself for the
+    # last connection and deleted the -wal and -shm, and the daemon's later writes went to a deleted file.
+    path = tmp_path / "memex.db"
+    daemon = connect(path)
+    daemon.execute("CREATE TABLE t (x)")
+    connect(path).close()
+    connect_readonly(path).close()
+    other = "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('SELECT * FROM t').fetchall(); c.close()"
+    subprocess.run([sys.executable, "-c", other, str(path)], check=True)
+    assert Path(f"{path}-wal").exists() and Path(f"{path}-shm").exists()
+    daemon.execute("INSERT INTO t VALUES (1)")
+    reader = sqlite3.connect(path)
+    assert reader.execute("SELECT x FROM t").fetchall() == [(1,)]
+    reader.close()
+    daemon.close()

@@ -70,8 +70,13 @@ def _prepare_folder(path: Path) -> None:
 
 def _make_private(path: Path) -> None:
     """The database file exists with mode 0600 before SQLite opens it (its -wal and -shm get the same
-    mode); an existing store, or one an older memex left readable by others, is made private."""
-    os.close(open_private(path, os.O_RDWR))
+    mode); an existing store, or one an older memex left readable by others, is made private.
+
+    An existing file is never opened here: closing any descriptor of it would drop every lock this
+    process's SQLite connections hold on it (POSIX), and another process closing its last connection would
+    then delete the -wal and -shm those connections still write to."""
+    with contextlib.suppress(FileExistsError):
+        os.close(open_private(path, os.O_RDWR | os.O_EXCL))
     for suffix in ("", *_SIDE_FILES):
         file = Path(str(path) + suffix)
         with contextlib.suppress(OSError):  # gone meanwhile, or not ours: left as it is
