@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import sqlite3
 import time
@@ -83,8 +84,30 @@ def check_hooks() -> Check:
     except Exception as exc:
         return Check("hooks", "warn", f"{path} cannot be read: {exc}", "fix the file, then `memex hooks install`")
     if "Stop" in events and "UserPromptSubmit" in events:
+        missing = sorted({program for commands in events.values() for program in _missing_programs(commands)})
+        if missing:
+            return Check(
+                "hooks",
+                "warn",
+                f"installed in {path}, but they run {', '.join(missing)}, which is not there any more",
+                "`memex hooks install` (points them at this memex)",
+            )
         return Check("hooks", "ok", f"installed in {path} ({', '.join(sorted(events))})")
     return Check("hooks", "warn", f"not installed in {path}", "`memex hooks install` (recall and live indexing)")
+
+
+def _missing_programs(commands: list[str]) -> list[str]:
+    """The programs these hook commands start that cannot be found (a venv or checkout moved or deleted
+    since `memex hooks install` wrote their absolute path): Claude Code then fails every hook quietly."""
+    missing = []
+    for command in commands:
+        try:
+            program = shlex.split(command)[0]
+        except (ValueError, IndexError):
+            continue
+        if shutil.which(program) is None:
+            missing.append(program)
+    return missing
 
 
 def check_warm(config: Config) -> Check:

@@ -82,3 +82,22 @@ def test_a_copy_cut_short_fails_the_archive_check(run, claude_config: Path, tmp_
     copy.write_bytes(copy.read_bytes()[:-10])
     code, checks = _checks(run)
     assert code == 1 and checks["archive"]["status"] == "fail" and "cut short" in checks["archive"]["detail"]
+
+
+def test_hooks_that_run_a_memex_gone_since_are_a_warning_install_fixes(
+    run, claude_config: Path, tmp_path: Path
+) -> None:
+    # Claude Code's settings written by `memex hooks install` from a venv deleted since (a moved checkout,
+    # a reinstall): every hook fails quietly, so "installed" is not "ok".
+    settings = claude_config / "settings.json"
+    gone = tmp_path / "old-checkout" / ".venv" / "bin" / "memex"
+    events = ("UserPromptSubmit", "Stop", "SubagentStop", "PreCompact")
+    hooks = {event: [{"hooks": [{"type": "command", "command": f"{gone} hook {event}"}]}] for event in events}
+    settings.write_text(json.dumps({"hooks": hooks, "model": "opus"}))
+    _, checks = _checks(run)
+    assert checks["hooks"]["status"] == "warn", checks["hooks"]
+    assert str(gone) in checks["hooks"]["detail"] and "hooks install" in checks["hooks"]["fix"]
+    assert run("hooks", "install").exit_code == 0
+    _, checks = _checks(run)
+    assert checks["hooks"]["status"] == "ok", checks["hooks"]
+    assert str(gone) not in settings.read_text() and json.loads(settings.read_text())["model"] == "opus"
