@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.client
 import re
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from corpus import CODEX_SHORT
+from memex.cli.web import DEFAULT_PORT
 from memex.config import Config
 from memex.web.server import WebServer
 from webtools import HOSTILE, LONG_SESSION, MIRRORED, SUBAGENT_SESSION, Browser
@@ -273,6 +275,40 @@ def test_the_command_serves_until_ctrl_c(corpus: Config) -> None:
         assert process.wait(timeout=30) == 0
         assert "stopped" in process.stderr.read()
     finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+@pytest.mark.subprocess
+def test_without_a_port_the_command_moves_off_a_taken_default(corpus: Config) -> None:
+    """The daemon's API listens on 127.0.0.1:8765 by default, and so did the viewer: with the daemon running,
+    `memex web` refused to start ("Address already in use") until given --port (and a viewer started first
+    kept the daemon from starting). Now the viewer has a port of its own, and any free one when that is taken."""
+    assert Config.api_address.endswith(":8765")
+    taken = [socket.socket(), socket.socket()]
+    for sock, port in zip(taken, (8765, DEFAULT_PORT), strict=True):
+        try:
+            sock.bind(("127.0.0.1", port))
+            sock.listen(1)
+        except OSError:  # already taken by another process: the same situation
+            pass
+    memex = Path(sys.executable).with_name("memex")
+    process = subprocess.Popen([str(memex), "web", "--no-open"], stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        found = re.search(r"serving http://127\.0\.0\.1:(\d+)/", line)
+        assert found and int(found.group(1)) not in (8765, DEFAULT_PORT), line
+        connection = http.client.HTTPConnection("127.0.0.1", int(found.group(1)), timeout=60)
+        connection.request("GET", "/")
+        assert connection.getresponse().status == 200
+        connection.close()
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 0
+    finally:
+        for sock in taken:
+            sock.close()
         if process.poll() is None:
             process.kill()
             process.wait()
