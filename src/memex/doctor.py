@@ -166,6 +166,8 @@ def _claude_cleanup_days() -> int:
 def at_risk(config: Config, conn: sqlite3.Connection | None, now: float | None = None) -> tuple[int, list[Path]]:
     """Claude Code's cleanup period, and the transcripts it deletes within `CLEANUP_WARNING_DAYS` (or has
     overdue) of which memex has no full copy."""
+    from memex.sources.locations import agent_roots
+
     days = _claude_cleanup_days()
     now = time.time() if now is None else now
     limit = now - (days - CLEANUP_WARNING_DAYS) * 86_400
@@ -175,8 +177,9 @@ def at_risk(config: Config, conn: sqlite3.Connection | None, now: float | None =
 
         archived = archived_sizes(conn)
     risky = []
-    root = config.claude_dir
-    if root.is_dir():
+    for root in agent_roots(config, "claude"):
+        if not root.is_dir():
+            continue
         for path in root.rglob("*.jsonl"):
             with contextlib.suppress(OSError):
                 stat = path.stat()

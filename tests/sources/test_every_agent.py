@@ -6,8 +6,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from agent_cli import index_json, sessions_by_agent
 from corpus import LIVE, SPECSTORY
+from memex.config import load_config
+from memex.ingest.indexer import default_roots
 from memex.sources import ADAPTERS
 
 # Sessions (subagents apart) each agent's live fixtures hold.
@@ -56,3 +60,24 @@ def test_index_one_folder_of_every_agent(run, tmp_path: Path) -> None:
     assert report["bad_lines"] == 0 and report["refused"] == [] and report["failed"] == []
     by_agent = sessions_by_agent(run)
     assert {agent: by_agent.get(agent, 0) for agent in EXPECTED} == EXPECTED
+
+
+def test_claude_and_codex_homes_moved_by_their_own_variables_are_indexed(
+    run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code keeps its transcripts in `$CLAUDE_CONFIG_DIR/projects`, Codex in `$CODEX_HOME/sessions`
+    (and `archived_sessions`): `memex index` looked only in `~/.claude/projects` and `~/.codex/sessions`,
+    found nothing and said nothing, while the hooks were installed into `$CLAUDE_CONFIG_DIR/settings.json`."""
+    claude, codex = tmp_path / "claude-config", tmp_path / "codex-home"
+    shutil.copytree(LIVE / "claude-2.1.330" / "projects", claude / "projects")
+    shutil.copytree(LIVE / "codex-0.169.0" / "sessions", codex / "sessions")
+    monkeypatch.delenv("MEMEX_CLAUDE_DIR")
+    monkeypatch.delenv("MEMEX_CODEX_DIR")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude))
+    monkeypatch.setenv("CODEX_HOME", str(codex))
+    assert index_json(run, "--all")["failed"] == []
+    by_agent = sessions_by_agent(run)
+    assert (by_agent.get("claude"), by_agent.get("codex")) == (EXPECTED["claude"], EXPECTED["codex"])
+    monkeypatch.setenv("MEMEX_CLAUDE_DIR", str(tmp_path / "elsewhere"))  # a setting given wins
+    config = load_config()
+    assert default_roots(config, ["claude"])["claude"] == [tmp_path / "elsewhere"]

@@ -16,8 +16,8 @@ from memex.sources.files import problem
 
 # agent -> its folders: (setting, the agent's variable, the folder under that variable's value).
 _AGENT_HOMES: dict[str, list[tuple[str, str | None, str]]] = {
-    "claude": [("claude_dir", None, "")],
-    "codex": [("codex_dir", None, "")],
+    "claude": [("claude_dir", "CLAUDE_CONFIG_DIR", "projects")],
+    "codex": [("codex_dir", "CODEX_HOME", "sessions")],
     "gemini": [("gemini_dir", None, "")],
     "copilot": [("copilot_dir", "COPILOT_HOME", "session-state")],
     "qwen": [("qwen_dir", None, "")],
