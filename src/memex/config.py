@@ -51,7 +51,7 @@ class IndexSettings:
     # The machine this store belongs to; names local sessions and mirrors (default: hostname).
     computer: str = field(default_factory=_hostname)
     # Where each agent writes its transcripts. Each default honours the agent's own variable when this
-    # setting is left alone (CLAUDE_CONFIG_DIR, CODEX_HOME).
+    # setting is left alone (CLAUDE_CONFIG_DIR, CODEX_HOME, GEMINI_CLI_HOME).
     claude_dir: Path = Path("~/.claude/projects")
     codex_dir: Path = Path("~/.codex/sessions")
     gemini_dir: Path = Path("~/.gemini/tmp")

@@ -62,13 +62,17 @@ def test_index_one_folder_of_every_agent(run, tmp_path: Path) -> None:
     assert {agent: by_agent.get(agent, 0) for agent in EXPECTED} == EXPECTED
 
 
-def test_claude_and_codex_homes_moved_by_their_own_variables_are_indexed(
+def test_claude_codex_and_gemini_homes_moved_by_their_own_variables_are_indexed(
     run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Claude Code keeps its transcripts in `$CLAUDE_CONFIG_DIR/projects`, Codex in `$CODEX_HOME/sessions`
-    (and `archived_sessions`): `memex index` looked only in `~/.claude/projects` and `~/.codex/sessions`,
-    found nothing and said nothing, while the hooks were installed into `$CLAUDE_CONFIG_DIR/settings.json`."""
-    claude, codex = tmp_path / "claude-config", tmp_path / "codex-home"
+    (and `archived_sessions`), Gemini CLI in `$GEMINI_CLI_HOME/.gemini/tmp`: `memex index` looked only in
+    the default folders, found nothing and said nothing, while the hooks were installed into
+    `$CLAUDE_CONFIG_DIR/settings.json`."""
+    claude, codex, gemini = tmp_path / "claude-config", tmp_path / "codex-home", tmp_path / "gemini-home"
+    shutil.copytree(LIVE / "gemini-0.61.0" / "tmp", gemini / ".gemini" / "tmp")
+    monkeypatch.delenv("MEMEX_GEMINI_DIR")
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(gemini))
     shutil.copytree(LIVE / "claude-2.1.330" / "projects", claude / "projects")
     shutil.copytree(LIVE / "codex-0.169.0" / "sessions", codex / "sessions")
     monkeypatch.delenv("MEMEX_CLAUDE_DIR")
@@ -77,7 +81,9 @@ def test_claude_and_codex_homes_moved_by_their_own_variables_are_indexed(
     monkeypatch.setenv("CODEX_HOME", str(codex))
     assert index_json(run, "--all")["failed"] == []
     by_agent = sessions_by_agent(run)
-    assert (by_agent.get("claude"), by_agent.get("codex")) == (EXPECTED["claude"], EXPECTED["codex"])
+    assert {agent: by_agent.get(agent) for agent in ("claude", "codex", "gemini")} == {
+        agent: EXPECTED[agent] for agent in ("claude", "codex", "gemini")
+    }
     monkeypatch.setenv("MEMEX_CLAUDE_DIR", str(tmp_path / "elsewhere"))  # a setting given wins
     config = load_config()
     assert default_roots(config, ["claude"])["claude"] == [tmp_path / "elsewhere"]

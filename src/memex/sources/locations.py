@@ -18,7 +18,7 @@ from memex.sources.files import problem
 _AGENT_HOMES: dict[str, list[tuple[str, str | None, str]]] = {
     "claude": [("claude_dir", "CLAUDE_CONFIG_DIR", "projects")],
     "codex": [("codex_dir", "CODEX_HOME", "sessions")],
-    "gemini": [("gemini_dir", None, "")],
+    "gemini": [("gemini_dir", "GEMINI_CLI_HOME", ".gemini/tmp")],  # that variable names a home, not .gemini
     "copilot": [("copilot_dir", "COPILOT_HOME", "session-state")],
     "qwen": [("qwen_dir", None, "")],
     "pi": [("pi_dir", "PI_CODING_AGENT_DIR", "sessions")],
