@@ -2,8 +2,9 @@
 
 Checks: the store (opens, schema, integrity), the Claude Code hooks, the warm server, the daemon, Redis
 and what waits to be published, the archive (copies missing or damaged), disk use, local sessions left
-under an old computer name, and the agents' own cleanup: Claude Code deletes transcripts older than
-`cleanupPeriodDays` (30 by default), so a transcript about to go that memex has no full copy of is named.
+under an old computer name, agent folder settings naming no folder, and the agents' own cleanup: Claude
+Code deletes transcripts older than `cleanupPeriodDays` (30 by default), so a transcript about to go that
+memex has no full copy of is named.
 """
 
 from __future__ import annotations
@@ -269,6 +270,16 @@ def check_computer_name(config: Config, conn: sqlite3.Connection | None) -> Chec
     return Check("computer", "ok", f"this computer is {config.computer!r}")
 
 
+def check_agent_folders(config: Config) -> Check:
+    from memex.sources.locations import missing_settings
+
+    missing = missing_settings(config)
+    if missing:
+        named = ", ".join(f"{name} = {path}" for name, path in missing)
+        return Check("agent folders", "warn", f"set to folders that do not exist: {named}", "fix or remove the setting")
+    return Check("agent folders", "ok", "every agent folder set by hand exists (the others are the agents' own)")
+
+
 def diagnose(config: Config) -> list[Check]:
     """Every check, in the order the report shows them."""
     store, conn = check_store(config)
@@ -283,6 +294,7 @@ def diagnose(config: Config) -> list[Check]:
             check_cleanup(config, conn),
             check_disk(config),
             check_computer_name(config, conn),
+            check_agent_folders(config),
         ]
     finally:
         if conn is not None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_dirs import OTHER_AGENT_DIRS
 from corpus import HILLVIEW
 from synctools import free_port
 
@@ -101,3 +102,20 @@ def test_hooks_that_run_a_memex_gone_since_are_a_warning_install_fixes(
     _, checks = _checks(run)
     assert checks["hooks"]["status"] == "ok", checks["hooks"]
     assert str(gone) not in settings.read_text() and json.loads(settings.read_text())["model"] == "opus"
+
+
+def test_an_agent_folder_set_to_a_missing_path_is_named(
+    run, claude_config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A typo in a folder setting found no session, and neither `memex index` nor doctor said so.
+    for name in ("claude_dir", "codex_dir", "gemini_dir", *OTHER_AGENT_DIRS):
+        monkeypatch.delenv(f"MEMEX_{name.upper()}")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the defaults, left alone, are never named
+    (tmp_path / "projects").mkdir()
+    monkeypatch.setenv("MEMEX_CODEX_DIR", str(tmp_path / "projects"))
+    _, checks = _checks(run)
+    assert checks["agent folders"]["status"] == "ok", checks["agent folders"]
+    monkeypatch.setenv("MEMEX_CLAUDE_DIR", str(tmp_path / "claude" / "project"))
+    _, checks = _checks(run)
+    assert checks["agent folders"]["status"] == "warn"
+    assert f"claude_dir = {tmp_path / 'claude' / 'project'}" in checks["agent folders"]["detail"]

@@ -59,6 +59,18 @@ def _setting(config: Config, name: str, variable: str | None, below: str, env: M
     return value
 
 
+def missing_settings(config: Config) -> list[tuple[str, Path]]:
+    """The agent folder settings moved from their default (in `config.toml` or `MEMEX_<SETTING>`) to a path
+    that does not exist: a typo there finds no session and says nothing while indexing."""
+    missing = []
+    for homes in _AGENT_HOMES.values():
+        for name, _, _ in homes:
+            value: Path = getattr(config, name)
+            if value != getattr(Config, name).expanduser() and not os.path.lexists(value):
+                missing.append((name, value))
+    return missing
+
+
 def project_histories(projects: Iterable[str]) -> list[Path]:
     """The Aider history files of the given project folders (each looked up directly, never searched)."""
     found = []
