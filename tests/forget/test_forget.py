@@ -162,3 +162,12 @@ def test_a_terminal_is_asked_first(run, config: Config, home: Path, indexed: Pat
     code, screen = _on_terminal(home, config, [SLAY_ID[:8]], b"y\n")
     assert code == 0, screen
     assert _counts(config, SLAY_ID)["sessions"] == 0
+
+
+def test_without_redis_forgetting_promises_no_telling(run, indexed: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # redis_url = "" shares with no computer: "Not told to your other computers yet: …; the daemon tells them
+    # when it can" followed every forget, and no daemon ever could.
+    monkeypatch.setenv("MEMEX_REDIS_URL", "")
+    result = run("forget", SLAY_ID[:8], "--yes")
+    assert result.exit_code == 0 and "Forgot 1 session" in result.stdout
+    assert "other computers" not in result.stderr + result.stdout

@@ -101,9 +101,10 @@ def _text(value: Any) -> str:
 
 def publish_now(conn: sqlite3.Connection, config: Config) -> tuple[int, str | None]:
     """Publish this computer's unpublished forgettings at once (no daemon needed): (how many, None), or
-    (0, why not) when Redis is not configured or cannot be reached (the daemon sends them later)."""
+    (0, why not) when Redis cannot be reached (the daemon sends them later). Without a Redis (redis_url
+    empty) there is no other computer to tell: (0, None), and they wait for one to be configured."""
     if not config.redis_url:
-        return 0, "redis_url is empty: this computer shares with no other"
+        return 0, None
     client = None
     try:
         client = connect_redis(config.redis_url, PUBLISH_TIMEOUT_S)
