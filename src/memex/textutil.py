@@ -94,6 +94,11 @@ def short_id(session_id: str) -> str:
     return session_id[: (named.end() if named else 0) + SHORT_ID_CHARS]
 
 
+def counted(count: int, noun: str) -> str:
+    """`count` and the noun, plural unless it is one: "1 subagent", "2 subagents", "0 files"."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def shorten(text: str, limit: int) -> str:
     """`text` on one line, cut to at most `limit` characters with an ellipsis (never inside a secret: one
     the cut would halve is cut off whole, so redaction still recognises it wherever the text goes)."""

@@ -121,7 +121,7 @@ def test_show_renders_the_conversation_by_default(run, corpus: Path) -> None:
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     assert lines[0] == "the parse_config_file helper crashes on src/memex/config_loader.py"
-    assert "1 subagents (--turns shows them)" in lines[1] and "PR #321" in lines[1]
+    assert "1 subagent (--turns shows them)" in lines[1] and "PR #321" in lines[1]
     speakers = [line.split(" · ")[0] for line in lines if line.startswith(("User ·", "Assistant ·"))]
     assert speakers == ["User", "Assistant", "User", "Assistant"]
     assert "Fixed parse_config_file: it now handles empty files." in result.stdout

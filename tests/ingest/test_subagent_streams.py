@@ -42,7 +42,7 @@ def test_codex_index_attaches_spawned_agents_and_records_files(conn, config: Con
     files = {r[0] for r in conn.execute("SELECT DISTINCT file_path FROM file_mentions")}
     assert {"notes.md", "zebra.txt"} <= files
     listed = run("sessions", "list", "--agent", "codex")
-    assert "(+1 subagents)" in listed.output and "SUBAGENT-TASK" not in listed.output
+    assert "(+1 subagent)" in listed.output and "SUBAGENT-TASK" not in listed.output
     found = run("search", "zebra", "--file", "notes.md", "--json")
     assert '"session_id": "01a209d0-6a09-7253-b0bc-bc8841e9b922"' in found.output
 

@@ -17,7 +17,7 @@ from memex.errors import UserError
 from memex.related.centroids import stale_sessions
 from memex.reports import Related
 from memex.store.db import store_writable
-from memex.textutil import short_id, shorten
+from memex.textutil import counted, short_id, shorten
 
 
 @click.group("find-related")
@@ -152,7 +152,7 @@ def print_header(app: App, found: Related) -> None:
     head.append(short_id(session["session_id"]), style="cyan")
     head.append(
         f"  {app.when(session['started_at'])} · {session['agent']} · {project_name(session['project_dir'])}"
-        f" · {session['file_count']} files",
+        f" · {counted(session['file_count'], 'file')}",
         style="dim",
     )
     app.out.print(head)

@@ -10,7 +10,7 @@ from rich.text import Text, TextType
 from memex.cli.app import App, count_type
 from memex.cli.options import build_filters, display_options, filter_options, json_option
 from memex.cli.render import TableColumn, print_table, project_name, title_text
-from memex.textutil import short_id
+from memex.textutil import counted, short_id
 
 
 @click.group("sessions")
@@ -46,7 +46,7 @@ def list_command(app: App, limit: int, as_json: bool, computer: str | None, loca
     for s, when, sid in zip(sessions, started, ids, strict=True):
         extra = []
         if s.subagents:
-            extra.append(f"+{s.subagents} subagents")
+            extra.append(f"+{counted(s.subagents, 'subagent')}")
         if s.prs:
             extra.append("PR " + ", ".join(f"#{n}" for n in s.prs))
         if s.source == "mirror":

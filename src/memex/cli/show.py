@@ -17,6 +17,7 @@ from memex.cli.options import display_options, json_option
 from memex.cli.render import project_name, subagent_label, title_text
 from memex.mirrors.model import LABELS
 from memex.sources import ADAPTERS
+from memex.textutil import counted
 
 _LABEL = re.compile(r"^(User \(next\)|User|Assistant|Compaction summary):", re.MULTILINE)
 _STYLES = {
@@ -74,7 +75,7 @@ def _header(app: App, info: dict[str, Any], extra: list[str]) -> None:
 
 
 def _show_mirror(app: App, info: dict[str, Any], messages: list[dict[str, Any]]) -> None:
-    extra = [f"{len(info['subagents'])} subagents (--turns shows them)"] if info["subagents"] else []
+    extra = [f"{counted(len(info['subagents']), 'subagent')} (--turns shows them)"] if info["subagents"] else []
     _header(app, info, extra)
     if not messages:
         worked = info.get("turns") or info["subagents"]  # else a transcript of summaries or primed subagents
@@ -92,7 +93,7 @@ def _show_mirror(app: App, info: dict[str, Any], messages: list[dict[str, Any]])
 
 def _show_turns(app: App, info: dict[str, Any], turns: list[dict[str, Any]]) -> None:
     out = app.out
-    _header(app, info, [f"{len(info['subagents'])} subagents"] if info["subagents"] else [])
+    _header(app, info, [counted(len(info["subagents"]), "subagent")] if info["subagents"] else [])
     for number, turn in enumerate(turns, 1):
         label = f"turn {number} · {app.when(turn['started_at'])}"
         if turn["agent_id"]:

@@ -23,7 +23,7 @@ from memex.errors import MemexError, UserError
 from memex.mirrors.model import LABELS
 from memex.search.scoped import ROLES, SCOPES
 from memex.store.queries import Filters
-from memex.textutil import plain_title, short_id
+from memex.textutil import counted, plain_title, short_id
 from memex.web import render
 from memex.web.guard import Guard
 
@@ -45,6 +45,7 @@ def _environment(config: Config) -> jinja2.Environment:
     env.filters["project"] = render.project_name
     env.filters["plain"] = plain_title  # titles as plain text: no Markdown marks
     env.filters["short"] = lambda sid: short_id(sid or "")
+    env.filters["counted"] = counted
     env.tests["web_link"] = render.is_web_link
     env.globals.update(marked=render.marked, folded=render.folded, labels=LABELS, this_computer=config.computer)
     return env
