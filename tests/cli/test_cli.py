@@ -146,6 +146,10 @@ def test_show_raw_prints_the_transcript(run, corpus: Path) -> None:
     run("index", str(corpus))
     result = run("show", SLAY.stem, "--raw")
     assert result.exit_code == 0 and result.stdout_bytes == SLAY.read_bytes()
+    for other in ("--json", "--turns"):  # the file has no other shape: said, not silently ignored
+        refused = run("show", SLAY.stem, "--raw", other)
+        assert refused.exit_code == 2 and refused.stdout == "" and other in refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1
 
 
 def test_search_code_identifiers_and_paths(run, corpus: Path) -> None:

@@ -48,6 +48,10 @@ def styled_turn_text(full_text: str, drop_reaction: bool = True) -> Text:
 @click.pass_obj
 def show_command(app: App, session: str, as_turns: bool, raw: bool, agent: str | None, as_json: bool) -> None:
     """Show a session as a conversation (SESSION: an id or a unique prefix); --turns for the full turns."""
+    if raw and (as_turns or as_json):  # the file as it is has no turns and no other shape
+        raise click.UsageError(
+            f"--raw prints the transcript as it is; it cannot be combined with {'--turns' if as_turns else '--json'}"
+        )
     memex = app.memex(readonly=True)
     if raw:
         _write_blocks(app, memex.raw(session, agent=agent))
