@@ -139,7 +139,7 @@ def check_redis(config: Config, conn: sqlite3.Connection | None) -> Check:
     from memex.store.archive import publication_backlog
     from memex.sync.link import connect_redis, display_url
 
-    waiting, unsent = publication_backlog(conn, config.computer) if conn else (0, 0)
+    waiting, unsent = publication_backlog(conn) if conn else (0, 0)
     backlog = f"; {waiting} mirrors and {unsent} forgettings wait to be published" if waiting or unsent else ""
     client = None
     try:

@@ -64,3 +64,23 @@ def test_forgetting_a_retired_computer_drops_its_mirrors_everywhere(computers) -
     settle(b, c, d)
     assert d.mirrors("alpha") == {}
     assert b.cli("computers", "forget", "nosuch", "--yes").exit_code == 2
+
+
+def test_a_forgetting_asked_before_a_rename_is_published_under_the_new_name(computers) -> None:
+    """A session forgotten while Redis was unreachable waits to be published; once the computer was renamed,
+    it was waiting for a computer of the old name, which never comes: the others kept the session."""
+    a, b = computers("alpha"), computers("beta")
+    a.add_claude(SLAY, "-Users-chloe-c-slay")
+    a.start()
+    b.start()
+    settle(a, b)
+    assert SLAY_ID in b.mirrors("alpha")
+    a.stop()
+    url = a.env["MEMEX_REDIS_URL"]
+    a.env["MEMEX_REDIS_URL"] = "redis://127.0.0.1:9/0"  # unreachable: the forgetting waits
+    assert a.cli("forget", SLAY_ID, "--yes").exit_code == 0
+    a.env["MEMEX_REDIS_URL"] = url
+    a.env["MEMEX_COMPUTER"] = a.name = "alpha2"
+    a.start()
+    settle(a, b)
+    assert SLAY_ID not in b.mirrors("alpha")

@@ -160,10 +160,8 @@ def archived_sizes(conn: sqlite3.Connection) -> dict[str, int]:
     return dict(conn.execute("SELECT source_path, raw_bytes FROM archive_streams").fetchall())
 
 
-def publication_backlog(conn: sqlite3.Connection, computer: str) -> tuple[int, int]:
-    """(mirrors in the outbox, forgettings asked on `computer` not yet published)."""
+def publication_backlog(conn: sqlite3.Connection) -> tuple[int, int]:
+    """(mirrors in the outbox, forgettings asked here, under any name of this computer, not yet published)."""
     waiting = conn.execute("SELECT count(*) FROM outbox").fetchone()[0]
-    unsent = conn.execute(
-        "SELECT count(*) FROM forgotten WHERE origin = ? AND published_at IS NULL", (computer,)
-    ).fetchone()[0]
+    unsent = conn.execute("SELECT count(*) FROM forgotten WHERE published_at IS NULL").fetchone()[0]
     return waiting, unsent

@@ -108,12 +108,12 @@ def is_forgotten(conn: sqlite3.Connection, session_id: str, computer: str | None
     return row is not None
 
 
-def unpublished_tombstones(conn: sqlite3.Connection, origin: str) -> list[tuple[str, str, str]]:
-    """(session, computer, forgotten_at) of the forgettings asked here that the others were not told yet."""
+def unpublished_tombstones(conn: sqlite3.Connection) -> list[tuple[str, str, str]]:
+    """(session, computer, forgotten_at) of the forgettings asked here that the others were not told yet:
+    every unpublished one (another computer's are stored published), also those asked under an earlier name
+    of this computer, which no computer of that name would ever publish once it was renamed."""
     rows = conn.execute(
-        "SELECT session_id, computer, forgotten_at FROM forgotten WHERE origin = ? AND published_at IS NULL "
-        "ORDER BY forgotten_at",
-        (origin,),
+        "SELECT session_id, computer, forgotten_at FROM forgotten WHERE published_at IS NULL ORDER BY forgotten_at"
     ).fetchall()
     return [(r[0], r[1], r[2]) for r in rows]
 

@@ -38,7 +38,7 @@ def publish(
 ) -> int:
     """Publish the forgettings asked here that were not yet; returns how many. A Redis error propagates
     (they stay unpublished, and are sent again next time)."""
-    items = unpublished_tombstones(conn, computer)[:batch]
+    items = unpublished_tombstones(conn)[:batch]
     if not items:
         return 0
     pipe = client.pipeline(transaction=True)
