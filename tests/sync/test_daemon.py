@@ -161,6 +161,20 @@ def test_daemon_once_from_the_cli(computers, redis_url: str, prefix: str) -> Non
     assert again.exit_code == 0 and publications(redis_url, prefix, SLAY.stem) == 1  # nothing new to send
 
 
+def test_an_empty_token_file_is_replaced(computers) -> None:
+    """An empty `api-token` (touched, or cut short by a crash) holds no token: the daemon writes one (it
+    recursed until RecursionError)."""
+    a = computers("alpha")
+    a.env.pop("MEMEX_API_TOKEN")
+    a.home.mkdir(parents=True)
+    (a.home / "api-token").touch()
+    result = a.cli("daemon", "--once", "--no-api")
+    assert result.exit_code == 0, result.output
+    token_file = a.home / "api-token"
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600 and len(token_file.read_text().strip()) >= 32
+    assert sorted(path.name for path in a.home.iterdir() if "token" in path.name) == ["api-token"]
+
+
 def test_a_busy_api_port_is_one_clear_line(computers) -> None:
     a = computers("alpha")
     a.start(serve_api=True)
