@@ -223,6 +223,50 @@ def test_the_real_daemon_process(computers, tmp_path: Path) -> None:
             process.wait()
 
 
+def _daemon_process(computer: Computer) -> subprocess.Popen[bytes]:
+    """`memex daemon` as its own process, once it runs (its pid file written)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memex", "daemon", "--no-api"],
+        env={**os.environ, **computer.env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    pid_file = computer.home / "daemon.pid"
+
+    def started() -> bool:
+        return process.poll() is not None or (pid_file.exists() and pid_file.read_text() == str(process.pid))
+
+    wait_until(started, timeout=30)
+    assert process.poll() is None, process.communicate()[1].decode()
+    return process
+
+
+def test_a_killed_daemon_is_not_taken_for_a_running_one(computers) -> None:
+    """SIGKILL leaves the daemon's pid file behind: the Stop hook must not keep leaving notifications for
+    it (instead of starting the background embedding), and a new daemon starts where it stopped."""
+    a = computers("alpha", mirror_idle_seconds=300)
+    process = _daemon_process(a)
+    assert daemon_running(a.home)
+    process.kill()
+    process.wait()
+    assert (a.home / "daemon.pid").exists()  # left behind
+    assert not daemon_running(a.home)
+    session = new_session(a)
+    simple_turn(session, "configure the kinkajou proxy", "done")
+    payload = {"session_id": SESSION, "transcript_path": str(session.path), "hook_event_name": "Stop"}
+    output, entry = run_hook("Stop", json.dumps(payload).encode(), env=a.env)
+    assert output == "" and entry["status"] == "ok"
+    assert not list((a.home / "signals").glob("*.json"))  # nobody would take it
+    again = _daemon_process(a)
+    try:
+        assert daemon_running(a.home)
+    finally:
+        again.send_signal(signal.SIGTERM)
+        _, err = again.communicate(timeout=20)
+    assert again.returncode == 0 and b"Traceback" not in err, err.decode()
+    assert not daemon_running(a.home) and not (a.home / "daemon.pid").exists()
+
+
 def test_settle_helper_sanity(computers) -> None:
     """Two idle daemons settle at once (the helper the other tests rely on)."""
     a, b = computers("alpha"), computers("beta")
