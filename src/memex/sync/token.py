@@ -70,3 +70,25 @@ def _write_token(path: Path) -> str:
         with contextlib.suppress(FileNotFoundError):
             temporary.unlink()
     return token
+
+
+class LiveToken:
+    """The token a running daemon's API accepts: `api_token` when it is set, else the token file's, read
+    again at each request, so that a token copied from another computer (the way to share one) is accepted
+    without a restart. While the file is missing, empty or too short (being copied), the last token read
+    stays in force."""
+
+    def __init__(self, config: Config, token: str) -> None:
+        self.config = config
+        self._token = token
+
+    def value(self) -> str:
+        """The token to accept now."""
+        if not self.config.api_token:
+            try:
+                found = token_path(self.config).read_text(encoding="utf-8").strip()
+            except (OSError, UnicodeDecodeError):
+                found = ""
+            if len(found) >= MIN_TOKEN_CHARS:
+                self._token = found
+        return self._token
