@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import signal
 import sqlite3
 import stat
@@ -16,10 +17,11 @@ from pathlib import Path
 import pytest
 import redis
 
+from corpus import LIVE_AIDER
 from memex.errors import UserError
 from memex.hooks.events import run as run_hook
 from memex.signals import daemon_running, notify_stop
-from memex.sync.daemon import Daemon
+from memex.sync.daemon import ROOTS_REFRESH_SECONDS, Daemon
 from memex.sync.keys import Keys
 from synctools import CODEX_SHORT, GEMINI_LEGACY, SLAY, TOKEN, Computer, settle, wait_until
 from transcripts import ClaudeSession, simple_turn
@@ -293,6 +295,31 @@ def test_each_agents_new_transcripts_are_found_and_other_files_ignored(computers
     a.clock.advance(a.config.daemon_debounce_seconds)
     assert a.step().ingested == 2
     assert {m["agent"] for m in a.mirrors("alpha").values()} == {"codex", "gemini"}
+
+
+def test_histories_in_project_folders_found_after_the_start_are_watched(computers) -> None:
+    """Aider keeps its history in the project folder, found through the projects of the indexed sessions:
+    a project first seen while the daemon runs is watched too (its folders were fixed at start)."""
+    a = computers("alpha")
+    project = a.root / "shop"
+    project.mkdir(parents=True)
+    a.start()
+    session = ClaudeSession(a.claude_dir / "-shop" / f"{SESSION}.jsonl", SESSION, cwd=str(project))
+    simple_turn(session, "set up the wombat service", "done")
+    a.step()
+    a.clock.advance(a.config.daemon_debounce_seconds)
+    assert a.step().ingested == 1
+    shutil.copy(LIVE_AIDER / ".aider.chat.history.md", project / ".aider.chat.history.md")
+    ingested = 0
+    for _ in range(4):
+        a.clock.advance(ROOTS_REFRESH_SECONDS / 2)
+        ingested += a.step().ingested
+    assert ingested == 1
+    conn = sqlite3.connect(a.config.db_path)
+    try:
+        assert conn.execute("SELECT count(*) FROM sessions WHERE agent = 'aider'").fetchone()[0] > 0
+    finally:
+        conn.close()
 
 
 def test_search_on_this_computer_needs_no_daemon(computers) -> None:
