@@ -269,6 +269,29 @@ def test_a_killed_daemon_is_not_taken_for_a_running_one(computers) -> None:
     assert not daemon_running(a.home) and not (a.home / "daemon.pid").exists()
 
 
+def test_a_hangup_stops_the_daemon_cleanly(computers) -> None:
+    """SIGHUP (the terminal the daemon was started from closed) stops it like SIGTERM: it withdraws its
+    heartbeat and removes its pid file (it died on the spot, announced live until the heartbeat expired)."""
+    a = computers("alpha", heartbeat_ttl_seconds=3600)
+    b = computers("beta")
+    process = _daemon_process(a)
+
+    def alpha_status() -> str | None:
+        rows = json.loads(b.cli("computers", "--json").stdout)["computers"]
+        return next((r["status"] for r in rows if r["computer"] == "alpha"), None)
+
+    try:
+        wait_until(lambda: alpha_status() == "live", timeout=20)
+        process.send_signal(signal.SIGHUP)
+        _, err = process.communicate(timeout=20)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0 and b"memex daemon: stopped" in err, err.decode()
+    assert not (a.home / "daemon.pid").exists() and alpha_status() == "stale"
+
+
 def test_settle_helper_sanity(computers) -> None:
     """Two idle daemons settle at once (the helper the other tests rely on)."""
     a, b = computers("alpha"), computers("beta")

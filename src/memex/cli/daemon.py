@@ -54,11 +54,13 @@ def daemon_command(app: App, once: bool, no_api: bool, verbose: bool) -> None:
         if once:
             daemon.run_once()
             return
-        previous = signal.signal(signal.SIGTERM, stop)
+        # SIGTERM (systemd, launchd, kill) and SIGHUP (the terminal it ran in closed) stop it cleanly.
+        previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGHUP)}
         try:
             daemon.run(lambda: stopping)
         finally:
-            signal.signal(signal.SIGTERM, previous)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
         click.echo("memex daemon: stopped", err=True)
     finally:
         daemon.close()  # Ctrl-C included: the command then says what was kept and exits 130
