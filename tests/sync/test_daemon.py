@@ -13,6 +13,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import IO
 
 import pytest
 import redis
@@ -23,7 +24,7 @@ from memex.hooks.events import run as run_hook
 from memex.signals import daemon_running, notify_stop
 from memex.sync.daemon import ROOTS_REFRESH_SECONDS, Daemon
 from memex.sync.keys import Keys
-from synctools import CODEX_SHORT, GEMINI_LEGACY, SLAY, TOKEN, Computer, settle, wait_until
+from synctools import CODEX_SHORT, GEMINI_LEGACY, SLAY, TOKEN, Computer, drop_prefix, settle, wait_until
 from transcripts import ClaudeSession, simple_turn
 
 pytestmark = [pytest.mark.model, pytest.mark.subprocess]
@@ -225,13 +226,13 @@ def test_the_real_daemon_process(computers, tmp_path: Path) -> None:
             process.wait()
 
 
-def _daemon_process(computer: Computer) -> subprocess.Popen[bytes]:
+def _daemon_process(computer: Computer, stderr: IO[bytes] | int = subprocess.PIPE) -> subprocess.Popen[bytes]:
     """`memex daemon` as its own process, once it runs (its pid file written)."""
     process = subprocess.Popen(
         [sys.executable, "-m", "memex", "daemon", "--no-api"],
         env={**os.environ, **computer.env},
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=stderr,
     )
     pid_file = computer.home / "daemon.pid"
 
@@ -290,6 +291,42 @@ def test_a_hangup_stops_the_daemon_cleanly(computers) -> None:
             process.wait()
     assert process.returncode == 0 and b"memex daemon: stopped" in err, err.decode()
     assert not (a.home / "daemon.pid").exists() and alpha_status() == "stale"
+
+
+def test_an_edited_config_file_restarts_the_daemon_with_its_settings(computers, redis_url: str, prefix: str) -> None:
+    """`config.toml` edited while the daemon runs (setting up sharing, step 3): the daemon restarts with
+    the new settings (it kept the old ones until restarted by hand); an edit that does not load is logged
+    and the daemon keeps running with its settings."""
+    moved = f"{prefix}-moved"
+    a = computers("alpha")
+    a.env.pop("MEMEX_REDIS_PREFIX")
+    a.home.mkdir(parents=True)
+    settings = a.home / "config.toml"
+    settings.write_text(f'redis_prefix = "{prefix}"\n')
+    client = redis.Redis.from_url(redis_url)
+    log = a.root / "daemon.err"
+    with log.open("wb") as stderr:
+        process = _daemon_process(a, stderr)
+    try:
+        wait_until(lambda: client.exists(Keys(prefix).heartbeat("alpha")), timeout=20)
+        settings.write_text("redis_prefix = \n")  # being typed
+        wait_until(lambda: b"the daemon keeps its settings" in log.read_bytes(), timeout=20)
+        assert process.poll() is None and daemon_running(a.home)
+        settings.write_text(f'redis_prefix = "{moved}"\n')
+        wait_until(lambda: client.exists(Keys(moved).heartbeat("alpha")), timeout=20)
+        assert not client.exists(Keys(prefix).heartbeat("alpha"))  # withdrawn by the clean stop
+        wait_until(lambda: daemon_running(a.home), timeout=20)
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=20)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        client.close()
+        drop_prefix(redis_url, moved)
+    err = log.read_text()
+    assert process.returncode == 0 and "restarts with the new settings" in err and "Traceback" not in err, err
+    assert err.count("memex daemon: computer alpha") == 2 and err.rstrip().endswith("memex daemon: stopped")
 
 
 def test_settle_helper_sanity(computers) -> None:
