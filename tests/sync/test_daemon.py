@@ -329,6 +329,45 @@ def test_an_edited_config_file_restarts_the_daemon_with_its_settings(computers, 
     assert err.count("memex daemon: computer alpha") == 2 and err.rstrip().endswith("memex daemon: stopped")
 
 
+def test_the_daemon_counts_as_running_during_its_start_up_index(computers) -> None:
+    """The start-up index (the first one is a backfill of minutes) runs with the pid file written: the
+    daemon is running for the Stop hook, `memex doctor` and a second daemon (it was absent until the index
+    ended, so a second daemon was refused with 'pid ?'); SIGTERM then stops it cleanly (it died on the
+    spot, its pid file left behind)."""
+    a = computers("alpha", busy_timeout_ms=4000)
+    a.add_claude(SLAY, "-Users-chloe-c-slay")
+    assert a.cli("index").exit_code == 0
+    simple_turn(new_session(a), "a session written while no daemon ran", "ok")
+    blocker = sqlite3.connect(a.config.db_path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # the start-up index waits for the store
+    log = a.root / "daemon.err"
+    with log.open("wb") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "memex", "daemon", "--no-api"],
+            env={**os.environ, **a.env},
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+    try:
+        wait_until(lambda: daemon_running(a.home) or process.poll() is not None, timeout=6)
+        assert process.poll() is None and daemon_running(a.home)
+        refused = a.cli("daemon", "--once", "--no-api")
+        assert refused.exit_code != 0 and f"(pid {process.pid})" in refused.stderr
+        process.send_signal(signal.SIGTERM)  # systemctl stop, during the start-up index
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+        try:
+            process.wait(timeout=30)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    err = log.read_text()
+    assert process.returncode == 0 and "memex daemon: stopped" in err and "Traceback" not in err, err
+    assert not (a.home / "daemon.pid").exists()
+
+
 def test_settle_helper_sanity(computers) -> None:
     """Two idle daemons settle at once (the helper the other tests rely on)."""
     a, b = computers("alpha"), computers("beta")

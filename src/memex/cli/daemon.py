@@ -56,12 +56,14 @@ def _run(config: Config, once: bool, no_api: bool) -> Config | None:
 
     daemon = Daemon(config, serve_api=not no_api, tasks=[embed])
     settings = _SettingsWatch(config)
-    stopping = False
+    starting, stopping = True, False
     changed: Config | None = None
 
     def stop(signum: int, frame: FrameType | None) -> None:
         nonlocal stopping
         stopping = True
+        if starting:  # the start-up index (minutes, for a backfill) is cut short as by Ctrl-C
+            raise _Stopped
 
     def should_stop() -> bool:
         nonlocal changed
@@ -69,8 +71,16 @@ def _run(config: Config, once: bool, no_api: bool) -> Config | None:
             changed = settings.changed()
         return stopping or changed is not None
 
+    # SIGTERM (systemd, launchd, kill) and SIGHUP (the terminal it ran in closed) stop it cleanly, from the
+    # start on: its pid file and heartbeat go, and what the start-up index stored is kept.
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        daemon.start()
+        try:
+            daemon.start()
+            starting = False
+        except _Stopped:
+            click.echo("memex daemon: stopped", err=True)
+            return None
         shared = "no Redis"
         if config.redis_url:
             shared = f"Redis {display_url(config.redis_url)} (prefix {config.redis_prefix!r})"
@@ -80,19 +90,20 @@ def _run(config: Config, once: bool, no_api: bool) -> Config | None:
         if once:
             daemon.run_once()
             return None
-        # SIGTERM (systemd, launchd, kill) and SIGHUP (the terminal it ran in closed) stop it cleanly.
-        previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGHUP)}
-        try:
-            daemon.run(should_stop)
-        finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
+        daemon.run(should_stop)
         if changed is None:
             click.echo("memex daemon: stopped", err=True)
         return changed
     finally:
         daemon.close()  # Ctrl-C included: the command then says what was kept and exits 130
         embedder.close()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+class _Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP while the daemon starts: unwinds the start-up index as Ctrl-C does (the indexer
+    drops the files not started), then the daemon stops cleanly."""
 
 
 class _SettingsWatch:

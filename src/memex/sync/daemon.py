@@ -126,9 +126,13 @@ class Daemon:
     # --- life cycle --------------------------------------------------------------------------------
 
     def start(self, index: bool = True) -> None:
-        """Take the daemon lock, make sure the API token exists, index what changed while no daemon ran,
-        and start the API."""
+        """Take the daemon lock (and write its pid file), make sure the API token exists, index what changed
+        while no daemon ran, and start the API."""
         self._take_lock()
+        # At once, not after the start-up index (the first one, a backfill, takes minutes): meanwhile the
+        # daemon runs for `memex doctor`, for a second daemon, and for the Stop hook (whose notifications
+        # the first pass takes).
+        (self.config.home / PID_FILE).write_text(str(os.getpid()))
         token = ensure_token(self.config)
         self.watcher.baseline()  # before the index: a change made during it is seen by the next scan
         renamed = self._guard("rename", lambda: Memex(self.config, self.conn).follow_rename()) or {}
@@ -140,7 +144,6 @@ class Daemon:
         if self.serve_api:
             self.api = ApiServer(self.config, token)
             self.api.start()
-        (self.config.home / PID_FILE).write_text(str(os.getpid()))
 
     def index_all(self) -> None:
         """Ingest every transcript that changed since the last run (the first run is the backfill)."""
