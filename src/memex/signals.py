@@ -18,8 +18,19 @@ SIGNALS = "signals"
 
 
 def daemon_running(home: Path) -> bool:
-    """True while a daemon runs for this MEMEX_HOME (it keeps its pid file for as long as it runs)."""
-    return (home / PID_FILE).exists()
+    """True while a daemon runs for this MEMEX_HOME: its pid file names a live process (a daemon that was
+    killed, SIGKILL or a crash, leaves the file behind)."""
+    try:
+        pid = int((home / PID_FILE).read_text().strip())
+    except (OSError, ValueError):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's: a pid reused since (this home is private)
+        return False
+    return True
 
 
 def notify_stop(home: Path, session_id: str, transcript_path: str | None = None) -> bool:

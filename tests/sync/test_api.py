@@ -64,6 +64,28 @@ def test_missing_or_wrong_token_is_refused(alpha: Computer, path: str, token: st
     assert b"slay" not in body.lower()
 
 
+def test_a_token_file_copied_in_while_the_daemon_runs_is_accepted(computers) -> None:
+    """Sharing the token means copying `api-token` from another computer: the running daemon accepts the
+    new token at once (it kept the one it read at start until restarted), and no longer the old one; a
+    token file removed or cut short leaves the last token in force."""
+    beta = computers("beta")
+    beta.env.pop("MEMEX_API_TOKEN")
+    beta.add_claude(SLAY, "-Users-chloe-c-slay")
+    beta.start(serve_api=True)
+    token_file = beta.home / "api-token"
+    own = token_file.read_text().strip()
+    mirror = f"/v1/sessions/{SLAY_ID}/mirror"
+    assert get(beta, mirror, token=own)[0] == 200
+    shared = "copied-from-alpha-" + "x" * 30
+    token_file.write_text(shared + "\n")
+    assert get(beta, mirror, token=shared)[0] == 200
+    assert get(beta, mirror, token=own)[0] == 401
+    token_file.write_text("")  # a copy under way
+    assert get(beta, mirror, token=shared)[0] == 200
+    token_file.unlink()
+    assert get(beta, mirror, token=shared)[0] == 200 and get(beta, mirror, token="")[0] == 401
+
+
 def test_other_schemes_are_refused(alpha: Computer) -> None:
     assert alpha.daemon is not None and alpha.daemon.api is not None
     connection = http.client.HTTPConnection("127.0.0.1", alpha.daemon.api.port, timeout=10)

@@ -6,22 +6,25 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import signal
 import sqlite3
 import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import IO
 
 import pytest
 import redis
 
+from corpus import LIVE_AIDER
 from memex.errors import UserError
 from memex.hooks.events import run as run_hook
 from memex.signals import daemon_running, notify_stop
-from memex.sync.daemon import Daemon
+from memex.sync.daemon import ROOTS_REFRESH_SECONDS, Daemon
 from memex.sync.keys import Keys
-from synctools import CODEX_SHORT, GEMINI_LEGACY, SLAY, TOKEN, Computer, settle, wait_until
+from synctools import CODEX_SHORT, GEMINI_LEGACY, SLAY, TOKEN, Computer, drop_prefix, settle, wait_until
 from transcripts import ClaudeSession, simple_turn
 
 pytestmark = [pytest.mark.model, pytest.mark.subprocess]
@@ -161,6 +164,20 @@ def test_daemon_once_from_the_cli(computers, redis_url: str, prefix: str) -> Non
     assert again.exit_code == 0 and publications(redis_url, prefix, SLAY.stem) == 1  # nothing new to send
 
 
+def test_an_empty_token_file_is_replaced(computers) -> None:
+    """An empty `api-token` (touched, or cut short by a crash) holds no token: the daemon writes one (it
+    recursed until RecursionError)."""
+    a = computers("alpha")
+    a.env.pop("MEMEX_API_TOKEN")
+    a.home.mkdir(parents=True)
+    (a.home / "api-token").touch()
+    result = a.cli("daemon", "--once", "--no-api")
+    assert result.exit_code == 0, result.output
+    token_file = a.home / "api-token"
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600 and len(token_file.read_text().strip()) >= 32
+    assert sorted(path.name for path in a.home.iterdir() if "token" in path.name) == ["api-token"]
+
+
 def test_a_busy_api_port_is_one_clear_line(computers) -> None:
     a = computers("alpha")
     a.start(serve_api=True)
@@ -209,6 +226,148 @@ def test_the_real_daemon_process(computers, tmp_path: Path) -> None:
             process.wait()
 
 
+def _daemon_process(computer: Computer, stderr: IO[bytes] | int = subprocess.PIPE) -> subprocess.Popen[bytes]:
+    """`memex daemon` as its own process, once it runs (its pid file written)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memex", "daemon", "--no-api"],
+        env={**os.environ, **computer.env},
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+    )
+    pid_file = computer.home / "daemon.pid"
+
+    def started() -> bool:
+        return process.poll() is not None or (pid_file.exists() and pid_file.read_text() == str(process.pid))
+
+    wait_until(started, timeout=30)
+    assert process.poll() is None, process.communicate()[1].decode()
+    return process
+
+
+def test_a_killed_daemon_is_not_taken_for_a_running_one(computers) -> None:
+    """SIGKILL leaves the daemon's pid file behind: the Stop hook must not keep leaving notifications for
+    it (instead of starting the background embedding), and a new daemon starts where it stopped."""
+    a = computers("alpha", mirror_idle_seconds=300)
+    process = _daemon_process(a)
+    assert daemon_running(a.home)
+    process.kill()
+    process.wait()
+    assert (a.home / "daemon.pid").exists()  # left behind
+    assert not daemon_running(a.home)
+    session = new_session(a)
+    simple_turn(session, "configure the kinkajou proxy", "done")
+    payload = {"session_id": SESSION, "transcript_path": str(session.path), "hook_event_name": "Stop"}
+    output, entry = run_hook("Stop", json.dumps(payload).encode(), env=a.env)
+    assert output == "" and entry["status"] == "ok"
+    assert not list((a.home / "signals").glob("*.json"))  # nobody would take it
+    again = _daemon_process(a)
+    try:
+        assert daemon_running(a.home)
+    finally:
+        again.send_signal(signal.SIGTERM)
+        _, err = again.communicate(timeout=20)
+    assert again.returncode == 0 and b"Traceback" not in err, err.decode()
+    assert not daemon_running(a.home) and not (a.home / "daemon.pid").exists()
+
+
+def test_a_hangup_stops_the_daemon_cleanly(computers) -> None:
+    """SIGHUP (the terminal the daemon was started from closed) stops it like SIGTERM: it withdraws its
+    heartbeat and removes its pid file (it died on the spot, announced live until the heartbeat expired)."""
+    a = computers("alpha", heartbeat_ttl_seconds=3600)
+    b = computers("beta")
+    process = _daemon_process(a)
+
+    def alpha_status() -> str | None:
+        rows = json.loads(b.cli("computers", "--json").stdout)["computers"]
+        return next((r["status"] for r in rows if r["computer"] == "alpha"), None)
+
+    try:
+        wait_until(lambda: alpha_status() == "live", timeout=20)
+        process.send_signal(signal.SIGHUP)
+        _, err = process.communicate(timeout=20)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0 and b"memex daemon: stopped" in err, err.decode()
+    assert not (a.home / "daemon.pid").exists() and alpha_status() == "stale"
+
+
+def test_an_edited_config_file_restarts_the_daemon_with_its_settings(computers, redis_url: str, prefix: str) -> None:
+    """`config.toml` edited while the daemon runs (setting up sharing, step 3): the daemon restarts with
+    the new settings (it kept the old ones until restarted by hand); an edit that does not load is logged
+    and the daemon keeps running with its settings."""
+    moved = f"{prefix}-moved"
+    a = computers("alpha")
+    a.env.pop("MEMEX_REDIS_PREFIX")
+    a.home.mkdir(parents=True)
+    settings = a.home / "config.toml"
+    settings.write_text(f'redis_prefix = "{prefix}"\n')
+    client = redis.Redis.from_url(redis_url)
+    log = a.root / "daemon.err"
+    with log.open("wb") as stderr:
+        process = _daemon_process(a, stderr)
+    try:
+        wait_until(lambda: client.exists(Keys(prefix).heartbeat("alpha")), timeout=20)
+        settings.write_text("redis_prefix = \n")  # being typed
+        wait_until(lambda: b"the daemon keeps its settings" in log.read_bytes(), timeout=20)
+        assert process.poll() is None and daemon_running(a.home)
+        settings.write_text(f'redis_prefix = "{moved}"\n')
+        wait_until(lambda: client.exists(Keys(moved).heartbeat("alpha")), timeout=20)
+        assert not client.exists(Keys(prefix).heartbeat("alpha"))  # withdrawn by the clean stop
+        wait_until(lambda: daemon_running(a.home), timeout=20)
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=20)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        client.close()
+        drop_prefix(redis_url, moved)
+    err = log.read_text()
+    assert process.returncode == 0 and "restarts with the new settings" in err and "Traceback" not in err, err
+    assert err.count("memex daemon: computer alpha") == 2 and err.rstrip().endswith("memex daemon: stopped")
+
+
+def test_the_daemon_counts_as_running_during_its_start_up_index(computers) -> None:
+    """The start-up index (the first one is a backfill of minutes) runs with the pid file written: the
+    daemon is running for the Stop hook, `memex doctor` and a second daemon (it was absent until the index
+    ended, so a second daemon was refused with 'pid ?'); SIGTERM then stops it cleanly (it died on the
+    spot, its pid file left behind)."""
+    a = computers("alpha", busy_timeout_ms=4000)
+    a.add_claude(SLAY, "-Users-chloe-c-slay")
+    assert a.cli("index").exit_code == 0
+    simple_turn(new_session(a), "a session written while no daemon ran", "ok")
+    blocker = sqlite3.connect(a.config.db_path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # the start-up index waits for the store
+    log = a.root / "daemon.err"
+    with log.open("wb") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "memex", "daemon", "--no-api"],
+            env={**os.environ, **a.env},
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+    try:
+        wait_until(lambda: daemon_running(a.home) or process.poll() is not None, timeout=6)
+        assert process.poll() is None and daemon_running(a.home)
+        refused = a.cli("daemon", "--once", "--no-api")
+        assert refused.exit_code != 0 and f"(pid {process.pid})" in refused.stderr
+        process.send_signal(signal.SIGTERM)  # systemctl stop, during the start-up index
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+        try:
+            process.wait(timeout=30)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    err = log.read_text()
+    assert process.returncode == 0 and "memex daemon: stopped" in err and "Traceback" not in err, err
+    assert not (a.home / "daemon.pid").exists()
+
+
 def test_settle_helper_sanity(computers) -> None:
     """Two idle daemons settle at once (the helper the other tests rely on)."""
     a, b = computers("alpha"), computers("beta")
@@ -235,6 +394,31 @@ def test_each_agents_new_transcripts_are_found_and_other_files_ignored(computers
     a.clock.advance(a.config.daemon_debounce_seconds)
     assert a.step().ingested == 2
     assert {m["agent"] for m in a.mirrors("alpha").values()} == {"codex", "gemini"}
+
+
+def test_histories_in_project_folders_found_after_the_start_are_watched(computers) -> None:
+    """Aider keeps its history in the project folder, found through the projects of the indexed sessions:
+    a project first seen while the daemon runs is watched too (its folders were fixed at start)."""
+    a = computers("alpha")
+    project = a.root / "shop"
+    project.mkdir(parents=True)
+    a.start()
+    session = ClaudeSession(a.claude_dir / "-shop" / f"{SESSION}.jsonl", SESSION, cwd=str(project))
+    simple_turn(session, "set up the wombat service", "done")
+    a.step()
+    a.clock.advance(a.config.daemon_debounce_seconds)
+    assert a.step().ingested == 1
+    shutil.copy(LIVE_AIDER / ".aider.chat.history.md", project / ".aider.chat.history.md")
+    ingested = 0
+    for _ in range(4):
+        a.clock.advance(ROOTS_REFRESH_SECONDS / 2)
+        ingested += a.step().ingested
+    assert ingested == 1
+    conn = sqlite3.connect(a.config.db_path)
+    try:
+        assert conn.execute("SELECT count(*) FROM sessions WHERE agent = 'aider'").fetchone()[0] > 0
+    finally:
+        conn.close()
 
 
 def test_search_on_this_computer_needs_no_daemon(computers) -> None:

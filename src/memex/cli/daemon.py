@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import signal
 import sys
+import time
 from types import FrameType
 from typing import TextIO
 
@@ -12,9 +13,15 @@ import click
 
 from memex.api import Memex
 from memex.cli.app import App
+from memex.config import Config, load_config
+from memex.errors import ConfigError
 from memex.sync.daemon import Daemon
 from memex.sync.link import display_url
 from memex.sync.token import token_path
+
+log = logging.getLogger("memex.daemon")
+# How often the daemon looks whether `config.toml` was edited (a stat of the file).
+SETTINGS_CHECK_SECONDS = 2.0
 
 
 @click.command("daemon")
@@ -27,24 +34,53 @@ def daemon_command(app: App, once: bool, no_api: bool, verbose: bool) -> None:
 
     It indexes what changed since it last ran, then watches the agents' transcript folders, publishes
     each session's mirror (redacted) when the session closes, receives other computers' mirrors, and
-    serves the HTTP API other computers use for `--computer` and `--raw`. Stop it with Ctrl-C.
+    serves the HTTP API other computers use for `--computer` and `--raw`. When `config.toml` is edited, it
+    restarts with the new settings. Stop it with Ctrl-C.
     """
     _configure_logging(verbose)
-    config = app.config
+    config: Config | None = app.config
+    while config is not None:
+        changed = _run(config, once, no_api)
+        if changed is not None:
+            log.warning("%s changed: the daemon restarts with the new settings", config.config_file)
+        config = changed
+
+
+def _run(config: Config, once: bool, no_api: bool) -> Config | None:
+    """Run the daemon with `config` until it is stopped (None), or until `config.toml` changes to other
+    valid settings (returned: the daemon restarts with them)."""
     embedder = Memex(config)  # its own connection: a slice of embedding work after each pass
 
     def embed() -> int:
         return embedder.embed_slice(config.daemon_embed_seconds)
 
     daemon = Daemon(config, serve_api=not no_api, tasks=[embed])
-    stopping = False
+    settings = _SettingsWatch(config)
+    starting, stopping = True, False
+    changed: Config | None = None
 
     def stop(signum: int, frame: FrameType | None) -> None:
         nonlocal stopping
         stopping = True
+        if starting:  # the start-up index (minutes, for a backfill) is cut short as by Ctrl-C
+            raise _Stopped
 
+    def should_stop() -> bool:
+        nonlocal changed
+        if not stopping:
+            changed = settings.changed()
+        return stopping or changed is not None
+
+    # SIGTERM (systemd, launchd, kill) and SIGHUP (the terminal it ran in closed) stop it cleanly, from the
+    # start on: its pid file and heartbeat go, and what the start-up index stored is kept.
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        daemon.start()
+        try:
+            daemon.start()
+            starting = False
+        except _Stopped:
+            click.echo("memex daemon: stopped", err=True)
+            return None
         shared = "no Redis"
         if config.redis_url:
             shared = f"Redis {display_url(config.redis_url)} (prefix {config.redis_prefix!r})"
@@ -53,16 +89,56 @@ def daemon_command(app: App, once: bool, no_api: bool, verbose: bool) -> None:
         click.echo(f"memex daemon: computer {config.computer} · {shared} · {api} · token in {token}", err=True)
         if once:
             daemon.run_once()
-            return
-        previous = signal.signal(signal.SIGTERM, stop)
-        try:
-            daemon.run(lambda: stopping)
-        finally:
-            signal.signal(signal.SIGTERM, previous)
-        click.echo("memex daemon: stopped", err=True)
+            return None
+        daemon.run(should_stop)
+        if changed is None:
+            click.echo("memex daemon: stopped", err=True)
+        return changed
     finally:
         daemon.close()  # Ctrl-C included: the command then says what was kept and exits 130
         embedder.close()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+class _Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP while the daemon starts: unwinds the start-up index as Ctrl-C does (the indexer
+    drops the files not started), then the daemon stops cleanly."""
+
+
+class _SettingsWatch:
+    """Tells when `config.toml` was edited to settings other than the running daemon's. The file is looked
+    at every `SETTINGS_CHECK_SECONDS`; an edit that does not load (a typo) is logged, and the daemon keeps
+    its settings until the file is fixed."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.state = self._state()
+        self.next_check = time.monotonic() + SETTINGS_CHECK_SECONDS
+
+    def _state(self) -> tuple[int, int, int] | None:
+        try:
+            found = self.config.config_file.stat()
+        except OSError:
+            return None
+        return found.st_ino, found.st_size, found.st_mtime_ns
+
+    def changed(self) -> Config | None:
+        """The new settings when the file changed to other valid ones since the last look, else None."""
+        now = time.monotonic()
+        if now < self.next_check:
+            return None
+        self.next_check = now + SETTINGS_CHECK_SECONDS
+        state = self._state()
+        if state == self.state:
+            return None
+        self.state = state
+        try:
+            edited = load_config()
+        except ConfigError as exc:
+            log.error("%s: the daemon keeps its settings until it is fixed", exc)
+            return None
+        return edited if edited != self.config else None
 
 
 class _StderrHandler(logging.StreamHandler):

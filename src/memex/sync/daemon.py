@@ -58,6 +58,9 @@ MAX_BATCHES_PER_PASS = 50
 # With nothing held back, due mirrors are looked for again this often anyway (a mirror changed by
 # `memex index` on a folder the daemon does not watch).
 DUE_RECHECK_SECONDS = 60.0
+# The agents' folders are looked for again this often: a project first seen since (where Aider and SpecStory
+# keep their histories) or an editor extension installed since is watched from then on.
+ROOTS_REFRESH_SECONDS = 60.0
 # The same error is logged again after this long, not at every pass.
 ERROR_LOG_INTERVAL_S = 300.0
 # A transcript whose ingest failed is tried again after this long, twice as long after each further
@@ -112,6 +115,7 @@ class Daemon:
         self._dirty = True  # look for due mirrors at the next pass
         self._next_due_check = 0.0
         self._next_scan = 0.0
+        self._next_roots = clock() + ROOTS_REFRESH_SECONDS
         self._next_beat = 0.0
         self._connection_seen = 0
         self._errors: dict[str, float] = {}
@@ -122,9 +126,13 @@ class Daemon:
     # --- life cycle --------------------------------------------------------------------------------
 
     def start(self, index: bool = True) -> None:
-        """Take the daemon lock, make sure the API token exists, index what changed while no daemon ran,
-        and start the API."""
+        """Take the daemon lock (and write its pid file), make sure the API token exists, index what changed
+        while no daemon ran, and start the API."""
         self._take_lock()
+        # At once, not after the start-up index (the first one, a backfill, takes minutes): meanwhile the
+        # daemon runs for `memex doctor`, for a second daemon, and for the Stop hook (whose notifications
+        # the first pass takes).
+        (self.config.home / PID_FILE).write_text(str(os.getpid()))
         token = ensure_token(self.config)
         self.watcher.baseline()  # before the index: a change made during it is seen by the next scan
         renamed = self._guard("rename", lambda: Memex(self.config, self.conn).follow_rename()) or {}
@@ -136,7 +144,6 @@ class Daemon:
         if self.serve_api:
             self.api = ApiServer(self.config, token)
             self.api.start()
-        (self.config.home / PID_FILE).write_text(str(os.getpid()))
 
     def index_all(self) -> None:
         """Ingest every transcript that changed since the last run (the first run is the backfill)."""
@@ -200,6 +207,9 @@ class Daemon:
         now = self.clock()
         if self._index_pending:
             self._guard("index", self.index_all)
+        if now >= self._next_roots:
+            self._guard("roots", self._refresh_roots)
+            self._next_roots = now + ROOTS_REFRESH_SECONDS
         if now >= self._next_scan:
             self._guard("scan", self.watcher.scan)
             self._next_scan = now + self.config.daemon_scan_seconds
@@ -246,6 +256,13 @@ class Daemon:
         self._active[session_id] = now
         self._refresh_from.setdefault(session_id, now)
         self._dirty = True
+
+    def _refresh_roots(self) -> None:
+        """Find the agents' folders again, with the projects of the sessions indexed since the start: the
+        files under a folder new to the watcher are reported by its next scan (no index ever read them)."""
+        roots = default_roots(self.config, sorted(ADAPTERS), known_projects(self.conn))
+        if roots != self.watcher.roots:
+            self.watcher.roots = roots
 
     def _ingest_ready(self) -> int:
         count = 0

@@ -65,6 +65,7 @@ from memex.sources.sqlite_read import SEPARATOR
 from memex.sync import api
 from memex.sync.api import ApiFailure
 from memex.sync.readers import Readers
+from memex.sync.token import LiveToken
 
 log = logging.getLogger("memex.api")
 
@@ -151,11 +152,12 @@ class _Truncated(MemexError):
 
 
 class _RequireToken:
-    """Every route but `/health` needs the bearer token; it is checked before anything else."""
+    """Every route but `/health` needs the bearer token (the one in force now: `LiveToken`); it is checked
+    before anything else."""
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(self, app: ASGIApp, token: LiveToken) -> None:
         self.app = app
-        self.token = token.encode()
+        self.token = token
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] != "/health" and not self._authorized(scope):
@@ -169,7 +171,7 @@ class _RequireToken:
     def _authorized(self, scope: Scope) -> bool:
         header = next((value for name, value in scope["headers"] if name == b"authorization"), b"")
         kind, _, given = header.partition(b" ")
-        return kind.lower() == b"bearer" and hmac.compare_digest(given.strip(), self.token)
+        return kind.lower() == b"bearer" and hmac.compare_digest(given.strip(), self.token.value().encode())
 
 
 class _Routes:
@@ -287,7 +289,7 @@ def build_app(config: Config, token: str, readers: Readers, pool: ThreadPoolExec
         ],
         exception_handlers={ApiFailure: _failure, HTTPException: _failure, Exception: _crash},
     )
-    return _RequireToken(app, token)
+    return _RequireToken(app, LiveToken(config, token))
 
 
 def _listen(host: str, port: int, backlog: int) -> socket.socket:

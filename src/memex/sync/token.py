@@ -7,6 +7,7 @@ the other computers. Each computer's daemon accepts it and `--computer` / `--raw
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 from pathlib import Path
@@ -35,18 +36,59 @@ def read_token(config: Config) -> str | None:
 
 
 def ensure_token(config: Config) -> str:
-    """The API token, creating the token file (0600) when none exists yet."""
+    """The API token, creating the token file (0600) when none exists yet, or replacing an empty one."""
     token = read_token(config)
     if token is None:
-        path = token_path(config)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        token = secrets.token_urlsafe(32)
-        try:
-            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:  # another daemon wrote it first
-            return ensure_token(config)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(token + "\n")
+        token = _write_token(token_path(config))
     if len(token) < MIN_TOKEN_CHARS:
         raise UserError(f"the API token must be at least {MIN_TOKEN_CHARS} characters long")
     return token
+
+
+def _write_token(path: Path) -> str:
+    """Write a new token to `path`, whole or not at all: it is written to a private temporary file, then
+    linked into place (another daemon that wrote one first wins). An empty file there (`touch`ed, or cut
+    short) holds no token: it is replaced."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    token = secrets.token_urlsafe(32)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(token + "\n")
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            try:
+                written = path.read_text(encoding="utf-8").strip()
+            except OSError:
+                written = ""
+            if written:
+                return written  # another daemon wrote it first
+            os.replace(temporary, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            temporary.unlink()
+    return token
+
+
+class LiveToken:
+    """The token a running daemon's API accepts: `api_token` when it is set, else the token file's, read
+    again at each request, so that a token copied from another computer (the way to share one) is accepted
+    without a restart. While the file is missing, empty or too short (being copied), the last token read
+    stays in force."""
+
+    def __init__(self, config: Config, token: str) -> None:
+        self.config = config
+        self._token = token
+
+    def value(self) -> str:
+        """The token to accept now."""
+        if not self.config.api_token:
+            try:
+                found = token_path(self.config).read_text(encoding="utf-8").strip()
+            except (OSError, UnicodeDecodeError):
+                found = ""
+            if len(found) >= MIN_TOKEN_CHARS:
+                self._token = found
+        return self._token
