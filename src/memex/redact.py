@@ -55,10 +55,13 @@ def _rule(kind: str, pattern: str, triggers: tuple[str, ...], *groups: int) -> R
 
 _PEM_LABEL = r"(?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?"
 # A value in an assignment: quoted (spaces allowed inside), or a run without spaces or separators.
-_VALUE = r"""(?:"([^"\n]{4,})"|'([^'\n]{4,})'|([^\s"',;]{8,}))"""
+# A quote may be escaped: JSON inside a shell or JSON string (`curl -d "{\"password\": \"…\"}"`).
+_VALUE = r"""(?:"([^"\n]{4,})"|'([^'\n]{4,})'|\\"([^"\\\n]{4,})\\"|([^\s"',;]{8,}))"""
+# The quote that may close a key or open a value, escaped or not.
+_QUOTE = r"""(?:\\?["'])?"""
 # Placeholders are not secrets (and a marker is never redacted twice).
 _NOT_PLACEHOLDER = (
-    r"""(?!["']?(?:\$\{|\$\(|<|\*{3}|your[_\-]|xxx|changeme|\[?REDACTED|null\b|none\b|true\b|false\b|"""
+    rf"""(?!{_QUOTE}(?:\$\{{|\$\(|<|\*{{3}}|your[_\-]|xxx|changeme|\[?REDACTED|null\b|none\b|true\b|false\b|"""
     # …nor is a reference to where the secret is kept (`apiKey: process.env.API_KEY`, `self.config.key`).
     r"""(?:process\.)?env\.|os\.(?:environ|getenv)|getenv\(|this\.|self\.|config\.|settings\.))"""
 )
@@ -71,6 +74,13 @@ RULES: tuple[Rule, ...] = (
         "private-key",
         rf"(?<![A-Za-z0-9+/=])(?:[A-Za-z0-9+/=]{{16,}}(?:\\r\\n|\\n|\r?\n))+[A-Za-z0-9+/=]*-----END {_PEM_LABEL}-----",
         ("PRIVATE KEY",),
+    ),
+    # A key in base64 (kubeconfig's `client-key-data`, a Kubernetes secret): `-----BEGIN … PRIVATE KEY` encoded.
+    _rule(
+        "private-key",
+        r"\bLS0tLS1CRUdJTi(?:BSU0EgUFJJVkFURSBL|BFQyBQUklWQVRFIEtF|BEU0EgUFJJVkFURSBL|BPUEVOU1NIIFBSSVZBVEUgS0VZ|"
+        r"BFTkNSWVBURUQgUFJJVkFURSBL|BQUklWQVRFIEtF)[A-Za-z0-9+/]*={0,2}",
+        ("LS0tLS1CRUdJTi",),
     ),
     _rule("private-key", r"PuTTY-User-Key-File-\d+:[\s\S]*?(?:Private-MAC: [0-9a-fA-F]+|\Z)", ("PuTTY-User-Key",)),
     # Key material without any header: three or more lines of 60 to 80 base64 characters (PEM and
@@ -90,7 +100,8 @@ RULES: tuple[Rule, ...] = (
     _rule("aws-access-key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b", ("AKIA", "ASIA", "ABIA", "ACCA")),
     _rule(
         "aws-secret-key",
-        r"(?i)\baws_?secret_?access_?key\b[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
+        # `aws_secret_access_key = …`, and `aws configure set aws_secret_access_key …` (a space between)
+        r"(?i)\baws_?secret_?access_?key\b[\"']?(?:\s*[:=]\s*|\s+)[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
         ("secret",),
         1,
     ),
@@ -100,7 +111,10 @@ RULES: tuple[Rule, ...] = (
     _rule("slack-token", r"\bxox[abposre]-[A-Za-z0-9\-]{10,}", ("xox",)),
     _rule("slack-token", r"\bxapp-\d-[A-Za-z0-9\-]{10,}", ("xapp-",)),
     _rule(
-        "slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_\-]+", ("hooks.slack",)
+        "slack-webhook",
+        # `/` may be escaped (`https:\/\/hooks.slack.com\/services\/…` in JSON)
+        r"https:\\?/\\?/hooks\.slack\.com\\?/(?:services|workflows|triggers)\\?/(?:[A-Za-z0-9_\-]|\\?/)+",
+        ("hooks.slack",),
     ),
     _rule("stripe-key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,}\b", ("_live_", "_test_")),
     _rule("stripe-webhook-secret", r"\bwhsec_[A-Za-z0-9+/=]{24,}", ("whsec_",)),
@@ -148,24 +162,40 @@ RULES: tuple[Rule, ...] = (
         ("pass", "token", "api", "secret"),
         1,
     ),
+    # curl -u user:password, curl --user=user:password (not `-u "$USER:$PASS"`)
+    _rule(
+        "password-flag",
+        r"\bcurl\b[^\n|;&]*?\s(?:-u\s*|--user(?:=|\s+))[\"']?[^\s:\"']*:(?!\$)([^\s\"']{4,})",
+        ("curl",),
+        1,
+    ),
+    # docker login -p …, sshpass -p …, mysql -p… (not the many other commands' `-p`: a port, a parent dir)
+    _rule(
+        "password-flag",
+        r"\b(?:(?:docker|podman|nerdctl|buildah|skopeo)\s+login\b[^\n|;&]*?\s-p\s+|sshpass\s+-p\s*|"
+        r"(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]*?\s-p(?=[^\s\-]))(?!\$)[\"']?([^\s\"']{4,})",
+        ("login", "sshpass", "mysql", "mariadb"),
+        1,
+    ),
     _rule("netrc-password", r"\bmachine\s+\S+\s+login\s+\S+\s+password\s+(\S+)", ("machine",), 1),
     # password = "…", api_key: …, client_secret=… (a value of 8+ characters, or quoted, not a placeholder)
     _rule(
         "secret-assignment",
         r"(?i)(?:password|passwd|pwd|secret|api[_\-]?key|apikey|access[_\-]?key|access[_\-]?token|"
-        r"auth[_\-]?token|client[_\-]?secret|private[_\-]?key)[\w.\-]{0,64}[\"']?\s*[:=]\s*"
-        + _NOT_PLACEHOLDER
-        + _VALUE,
-        ("passw", "pwd", "secret", "api", "key", "token", "private"),
+        r"auth[_\-]?token|client[_\-]?secret|private[_\-]?key|"
+        # a name that ends in PASS or PASSPHRASE (`DB_PASS=`, `GPG_PASSPHRASE:`), not `bypass`, `compass`
+        rf"(?<![a-z])pass(?:phrase)?(?={_QUOTE}\s*[:=]))[\w.\-]{{0,64}}{_QUOTE}\s*[:=]\s*" + _NOT_PLACEHOLDER + _VALUE,
+        ("pass", "pwd", "secret", "api", "key", "token", "private"),
         1,
         2,
         3,
+        4,
     ),
     # GITHUB_TOKEN=…, "token": "…" (letters and digits, 12+: not a word, not a number)
     _rule(
         "token-assignment",
-        r"(?i)(?<![a-z0-9])tokens?[\"']?\s*[:=]\s*[\"']?"
-        r"((?=[^\s\"',;]*[A-Za-z])(?=[^\s\"',;]*\d)[^\s\"',;]{12,})",
+        rf"(?i)(?<![a-z0-9])tokens?{_QUOTE}\s*[:=]\s*{_QUOTE}"
+        r"((?=[^\s\"',;\\]*[A-Za-z])(?=[^\s\"',;\\]*\d)[^\s\"',;\\]{12,})",
         ("token",),
         1,
     ),

@@ -163,6 +163,17 @@ def test_references_to_secrets_are_not_secrets() -> None:
     assert redact(code) == (code, 0)
 
 
+def test_other_flags_and_names_like_the_password_ones_are_left_alone() -> None:
+    """`-p` is a port, a parent or a prompt to most commands; a name holding `pass` is not a password."""
+    ordinary = (
+        "mkdir -p build/out && docker run -p 8080:80 nginx && ssh -p 2222 me@host && mysql -u root -p shop\n"
+        'curl -u "$API_USER:$API_PASS" https://api.example.com && curl -u admin https://x\n'
+        "bypass=feature-flag-1234 compass: north-by-northwest PASS_THROUGH=true\n"
+        'echo "{\\"password\\": \\"${DB_PASSWORD}\\"}" and docker login -u me --password-stdin'
+    )
+    assert redact(ordinary) == (ordinary, 0)
+
+
 def test_a_hit_leaving_the_computer_marks_the_query_in_its_redacted_chunk() -> None:
     """The spans of a hit point into its chunk as sent: moved when redaction changed the chunk, the
     search's own when it did not."""
