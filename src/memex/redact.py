@@ -135,6 +135,18 @@ RULES: tuple[Rule, ...] = (
     _rule("discord-token", r"\b[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}\b", ()),
     _rule("azure-storage-key", r"(?i)\bAccountKey=([A-Za-z0-9+/=]{40,})", ("accountkey=",), 1),
     _rule("azure-sas-signature", r"[?&]sig=([A-Za-z0-9%+/=]{20,})", ("sig=",), 1),
+    _rule("linear-key", r"\blin_api_[A-Za-z0-9]{40}\b", ("lin_api_",)),
+    _rule("supabase-token", r"\bsbp_[a-f0-9]{40}\b", ("sbp_",)),
+    _rule("heroku-key", r"\bHRKU-AA[A-Za-z0-9_\-]{58}", ("HRKU-",)),
+    _rule("age-secret-key", r"\bAGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}\b", ("AGE-SECRET-KEY-",)),
+    _rule("postman-key", r"\bPMAK-[a-f0-9]{24}-[a-f0-9]{34}\b", ("PMAK-",)),
+    _rule("newrelic-key", r"\bNRAK-[A-Z0-9]{27}\b", ("NRAK-",)),
+    _rule("grafana-token", r"\bglsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}\b", ("glsa_",)),
+    _rule("grafana-token", r"\bglc_[A-Za-z0-9+/]{32,}={0,2}", ("glc_",)),
+    _rule("sentry-token", r"\b(?:sntryu_[a-f0-9]{64}|sntrys_eyJ[A-Za-z0-9+/=_\-]{50,})", ("sntry",)),
+    _rule("notion-token", r"\bntn_\d{11}[A-Za-z0-9]{35}\b", ("ntn_",)),
+    _rule("doppler-token", r"\bdp\.(?:st|pt|ct|sa|scim|audit)\.[A-Za-z0-9_\-.]{40,}", ("dp.",)),
+    _rule("1password-token", r"\bops_eyJ[A-Za-z0-9+/=_\-]{50,}", ("ops_eyJ",)),
     _rule("jwt", r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}", ("eyJ",)),
     # --- headers, URLs, command lines --------------------------------------------------------------
     _rule("bearer-token", r"(?i)\bbearer\s+([A-Za-z0-9_\-\.=+/~]{20,})", ("bearer",), 1),
@@ -177,6 +189,13 @@ RULES: tuple[Rule, ...] = (
         ("login", "sshpass", "mysql", "mariadb"),
         1,
     ),
+    # base64 of user:password: `"auth": "…"` in ~/.docker/config.json, `_auth=…` in .npmrc
+    _rule(
+        "basic-auth",
+        r"(?:\"auth\"\s*:\s*\"|(?<![\w.])_auth\s*=\s*[\"']?)((?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{12,}={0,2})",
+        ('"auth"', "_auth"),
+        1,
+    ),
     _rule("netrc-password", r"\bmachine\s+\S+\s+login\s+\S+\s+password\s+(\S+)", ("machine",), 1),
     # password = "…", api_key: …, client_secret=… (a value of 8+ characters, or quoted, not a placeholder)
     _rule(
@@ -194,7 +213,8 @@ RULES: tuple[Rule, ...] = (
     # GITHUB_TOKEN=…, "token": "…" (letters and digits, 12+: not a word, not a number)
     _rule(
         "token-assignment",
-        rf"(?i)(?<![a-z0-9])tokens?{_QUOTE}\s*[:=]\s*{_QUOTE}"
+        # `MY_TOKEN`, `token`, and camelCase `SessionToken`, `botToken` (not `tokenizer`, `maxTokens: 4096`)
+        rf"(?i)(?:(?<![a-z0-9])|(?<=[a-z0-9])(?=(?-i:T)))tokens?{_QUOTE}\s*[:=]\s*{_QUOTE}"
         r"((?=[^\s\"',;\\]*[A-Za-z])(?=[^\s\"',;\\]*\d)[^\s\"',;\\]{12,})",
         ("token",),
         1,

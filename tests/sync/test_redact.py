@@ -169,7 +169,9 @@ def test_other_flags_and_names_like_the_password_ones_are_left_alone() -> None:
         "mkdir -p build/out && docker run -p 8080:80 nginx && ssh -p 2222 me@host && mysql -u root -p shop\n"
         'curl -u "$API_USER:$API_PASS" https://api.example.com && curl -u admin https://x\n'
         "bypass=feature-flag-1234 compass: north-by-northwest PASS_THROUGH=true\n"
-        'echo "{\\"password\\": \\"${DB_PASSWORD}\\"}" and docker login -u me --password-stdin'
+        'echo "{\\"password\\": \\"${DB_PASSWORD}\\"}" and docker login -u me --password-stdin\n'
+        '"maxTokens": 4096, tokenizer: gpt2bpe12345678, cancellationToken: CancellationToken.None\n'
+        '"auth": "required", "auth": "oauth2-pkce-flow"'
     )
     assert redact(ordinary) == (ordinary, 0)
 
