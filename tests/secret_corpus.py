@@ -209,6 +209,28 @@ def _corpus() -> list[Secret]:
     add("doppler token", f"doppler configure set token dp.st.{v}", v)
     v = token(URLSAFE, 120)
     add("1password service account token", f"1password printed ops_eyJ{v} once", v)
+    for name, line in (
+        ("az login -p", "az login --service-principal -u 0f1e2d3c -p {v} --tenant contoso"),
+        ("redis-cli -a", "redis-cli -h cache.internal -p 6380 -a {v} PING"),
+        ("REDISCLI_AUTH", "REDISCLI_AUTH={v} redis-cli --scan"),
+        ("mongosh -p", "mongosh -u admin -p {v} --authenticationDatabase admin"),
+        ("keytool -storepass", "keytool -genkey -keystore release.jks -alias app -storepass {v}"),
+        ("openssl enc -k", "openssl enc -aes-256-cbc -salt -k {v} -in db.sql -out db.enc"),
+        ("sqlcmd -P", "sqlcmd -S db.internal -U sa -P {v} -Q 'SELECT 1'"),
+        ("ldapsearch -w", "ldapsearch -x -D cn=admin,dc=example,dc=org -w {v} -b dc=example,dc=org"),
+        ("ssh-keygen -N", "ssh-keygen -t ed25519 -N '{v}' -f ~/.ssh/deploy"),
+        ("smbclient -U user%password", "smbclient //nas/share -U admin%{v}"),
+        ("htpasswd -b", "htpasswd -bc /etc/nginx/.htpasswd admin {v}"),
+        ("gpg --passphrase", "gpg --batch --pinentry-mode loopback --passphrase {v} -d backup.gpg"),
+        ("vault login", "vault login {v}"),
+        ("gh secret set --body", "gh secret set DEPLOY_KEY --body {v} --repo o/r"),
+        ("npm config set _authToken", "npm config set //npm.example.com/:_authToken {v}"),
+        ("echo | sudo -S", "echo '{v}' | sudo -S systemctl restart nginx"),
+        ("echo | docker login --password-stdin", "echo {v} | docker login ghcr.io -u me --password-stdin"),
+        ("rails master key", "RAILS_MASTER_KEY={v}"),
+    ):
+        v = token(ALNUM, 18)
+        add(name, line.format(v=v), v)
     return found
 
 

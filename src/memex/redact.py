@@ -169,7 +169,8 @@ RULES: tuple[Rule, ...] = (
     ),
     _rule(
         "password-flag",
-        r"(?i)(?:^|(?<=\s))--?(?:password|passwd|pass|token|api-key|apikey|secret|client-secret|auth-token)"
+        r"(?i)(?:^|(?<=\s))--?(?:password|passwd|pass|passphrase|(?:src|dest|new)?(?:store|key)pass|token|api-key|apikey|"
+        r"secret|client-secret|auth-token)"
         r"(?:=|\s+)" + _NOT_PLACEHOLDER + r"[\"']?([^\s\"']{4,})",
         ("pass", "token", "api", "secret"),
         1,
@@ -181,12 +182,46 @@ RULES: tuple[Rule, ...] = (
         ("curl",),
         1,
     ),
-    # docker login -p …, sshpass -p …, mysql -p… (not the many other commands' `-p`: a port, a parent dir)
+    # The commands that take a password after a short flag or in a place of their own: docker login -p,
+    # sshpass -p, mysql -p…, redis-cli -a, htpasswd -b, gh secret set --body… (not the many other commands'
+    # `-p`: a port, a parent folder).
     _rule(
         "password-flag",
-        r"\b(?:(?:docker|podman|nerdctl|buildah|skopeo)\s+login\b[^\n|;&]*?\s-p\s+|sshpass\s+-p\s*|"
-        r"(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]*?\s-p(?=[^\s\-]))(?!\$)[\"']?([^\s\"']{4,})",
-        ("login", "sshpass", "mysql", "mariadb"),
+        r"\b(?:(?:docker|podman|nerdctl|buildah|skopeo|az)[ \t]+login\b[^\n|;&]*?[ \t]-p[ \t]+|sshpass[ \t]+-p[ \t]*|"
+        r"(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]*?[ \t]-p(?=[^\s\-])|"
+        r"(?:mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport)\b[^\n|;&]*?[ \t]-p[ \t]+|"
+        r"redis-cli\b[^\n|;&]*?[ \t]-a[ \t]+|sqlcmd\b[^\n|;&]*?[ \t]-P[ \t]+|openssl[ \t]+\w\S*[^\n|;&]*?[ \t]-k[ \t]+|"
+        r"ldap(?:search|add|modify|delete|passwd|whoami)\b[^\n|;&]*?[ \t]-w[ \t]+|"
+        r"ssh-keygen\b[^\n|;&]*?[ \t]-[NP][ \t]+|"
+        r"smbclient\b[^\n|;&]*?[ \t]-U[ \t]+\S+?%|htpasswd[ \t]+-\w*b\w*[ \t]+(?:-\S+[ \t]+)*\S+[ \t]+\S+[ \t]+|"
+        r"vault[ \t]+login[ \t]+(?!-)|gh[ \t]+secret[ \t]+set\b[^\n|;&]*?[ \t](?:--body|-b)(?:=|[ \t]+)|"
+        r"npm[ \t]+config[ \t]+set[ \t]+\S*:_(?:authToken|auth|password)[ \t]+|REDISCLI_AUTH=)"
+        r"(?!\$)[\"']?([^\s\"']{4,})",
+        (
+            "login",
+            "sshpass",
+            "mysql",
+            "mariadb",
+            "mongo",
+            "redis-cli",
+            "sqlcmd",
+            "openssl",
+            "ldap",
+            "ssh-keygen",
+            "smbclient",
+            "htpasswd",
+            "secret",
+            "npm",
+            "REDISCLI_AUTH",
+        ),
+        1,
+    ),
+    # A password piped to the command that reads it: `echo … | sudo -S`, `echo … | docker login --password-stdin`
+    _rule(
+        "password-flag",
+        r"\becho[ \t]+(?!\$)[\"']?([^\s\"'|]{4,})[\"']?[ \t]*\|[ \t]*"
+        r"(?:sudo[ \t]+(?:-\w+[ \t]+)*-S\b|[^\n|;&]*--password-stdin)",
+        ("sudo", "password-stdin"),
         1,
     ),
     # base64 of user:password: `"auth": "…"` in ~/.docker/config.json, `_auth=…` in .npmrc
@@ -201,7 +236,7 @@ RULES: tuple[Rule, ...] = (
     _rule(
         "secret-assignment",
         r"(?i)(?:password|passwd|pwd|secret|api[_\-]?key|apikey|access[_\-]?key|access[_\-]?token|"
-        r"auth[_\-]?token|client[_\-]?secret|private[_\-]?key|"
+        r"auth[_\-]?token|client[_\-]?secret|private[_\-]?key|(?:master|encryption|signing|hmac|jwt|app)[_\-]?key|"
         # a name that ends in PASS or PASSPHRASE (`DB_PASS=`, `GPG_PASSPHRASE:`), not `bypass`, `compass`
         rf"(?<![a-z])pass(?:phrase)?(?={_QUOTE}\s*[:=]))[\w.\-]{{0,64}}{_QUOTE}\s*[:=]\s*" + _NOT_PLACEHOLDER + _VALUE,
         ("pass", "pwd", "secret", "api", "key", "token", "private"),

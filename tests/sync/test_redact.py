@@ -171,7 +171,10 @@ def test_other_flags_and_names_like_the_password_ones_are_left_alone() -> None:
         "bypass=feature-flag-1234 compass: north-by-northwest PASS_THROUGH=true\n"
         'echo "{\\"password\\": \\"${DB_PASSWORD}\\"}" and docker login -u me --password-stdin\n'
         '"maxTokens": 4096, tokenizer: gpt2bpe12345678, cancellationToken: CancellationToken.None\n'
-        '"auth": "required", "auth": "oauth2-pkce-flow"'
+        '"auth": "required", "auth": "oauth2-pkce-flow"\n'
+        "ssh-keygen -t ed25519 -N '' -f key && vault login -method=oidc && redis-cli -a $REDIS_PW ping\n"
+        "echo $TOKEN | docker login ghcr.io -u me --password-stdin; echo done | tee x; gh secret list\n"
+        "run vault login\nthen go on; npm config set registry https://x; mongo --port 27017; the openssl -k flag"
     )
     assert redact(ordinary) == (ordinary, 0)
 
