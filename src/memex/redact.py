@@ -210,8 +210,8 @@ RULES: tuple[Rule, ...] = (
             "ssh-keygen",
             "smbclient",
             "htpasswd",
-            "secret",
-            "npm",
+            "secret set",
+            "npm config",
             "REDISCLI_AUTH",
         ),
         1,
@@ -236,10 +236,34 @@ RULES: tuple[Rule, ...] = (
     _rule(
         "secret-assignment",
         r"(?i)(?:password|passwd|pwd|secret|api[_\-]?key|apikey|access[_\-]?key|access[_\-]?token|"
-        r"auth[_\-]?token|client[_\-]?secret|private[_\-]?key|(?:master|encryption|signing|hmac|jwt|app)[_\-]?key|"
-        # a name that ends in PASS or PASSPHRASE (`DB_PASS=`, `GPG_PASSPHRASE:`), not `bypass`, `compass`
-        rf"(?<![a-z])pass(?:phrase)?(?={_QUOTE}\s*[:=]))[\w.\-]{{0,64}}{_QUOTE}\s*[:=]\s*" + _NOT_PLACEHOLDER + _VALUE,
-        ("pass", "pwd", "secret", "api", "key", "token", "private"),
+        r"auth[_\-]?token|client[_\-]?secret|private[_\-]?key)"
+        rf"[\w.\-]{{0,64}}{_QUOTE}\s*[:=]\s*" + _NOT_PLACEHOLDER + _VALUE,
+        ("passw", "pwd", "secret", "api", "key", "token", "private"),
+        1,
+        2,
+        3,
+        4,
+    ),
+    # A name that ends in PASS or PASSPHRASE (`DB_PASS=`, `GPG_PASSPHRASE:`), not `bypass`, `compass`.
+    _rule(
+        "secret-assignment",
+        rf"(?i)(?<![a-z])pass(?:phrase)?{_QUOTE}\s*[:=]\s*" + _NOT_PLACEHOLDER + _VALUE,
+        ("pass",),
+        1,
+        2,
+        3,
+        4,
+    ),
+    # The keys that sign or encrypt: RAILS_MASTER_KEY=…, APP_KEY=base64:…, JWT_SIGNING_KEY: …
+    _rule(
+        "secret-assignment",
+        r"(?i)(?:master|encryption|signing|hmac|jwt|app)[_\-]?key[\w.\-]{0,64}"
+        rf"{_QUOTE}\s*[:=]\s*" + _NOT_PLACEHOLDER + _VALUE,
+        tuple(
+            f"{name}{sep}key"
+            for name in ("master", "encryption", "signing", "hmac", "jwt", "app")
+            for sep in ("_", "-", "")
+        ),
         1,
         2,
         3,
@@ -249,7 +273,7 @@ RULES: tuple[Rule, ...] = (
     _rule(
         "token-assignment",
         # `MY_TOKEN`, `token`, and camelCase `SessionToken`, `botToken` (not `tokenizer`, `maxTokens: 4096`)
-        rf"(?i)(?:(?<![a-z0-9])|(?<=[a-z0-9])(?=(?-i:T)))tokens?{_QUOTE}\s*[:=]\s*{_QUOTE}"
+        rf"(?i)(?:(?-i:T)|(?<![a-z0-9])t)okens?{_QUOTE}\s*[:=]\s*{_QUOTE}"
         r"((?=[^\s\"',;\\]*[A-Za-z])(?=[^\s\"',;\\]*\d)[^\s\"',;\\]{12,})",
         ("token",),
         1,
