@@ -16,6 +16,7 @@ and a text holding none of them is not searched with that rule.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import NamedTuple
@@ -163,7 +164,9 @@ RULES: tuple[Rule, ...] = (
     # `http://localhost:5173/@vite/client` holds no password).
     _rule(
         "url-password",
-        r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]{0,256}:(?!\d{1,5}/)(\S{1,256})@(?=\[?[A-Za-z0-9_.\-:%]+\]?(?:[:/?#\s\"'`<>),;\]]|$))",
+        # The host is part of the match (not only looked at): a cut between the `@` and the host crosses it.
+        r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]{0,256}:(?!\d{1,5}/)(\S{1,256})@\[?[A-Za-z0-9_.\-:%]+\]?"
+        r"(?=[:/?#\s\"'`<>),;\]]|$)",
         ("://",),
         1,
     ),
@@ -283,7 +286,12 @@ RULES: tuple[Rule, ...] = (
 
 def secret_spans(text: str) -> list[Span]:
     """Where the secrets of `text` are: sorted, overlapping matches merged (the first rule names it)."""
-    found: list[Span] = []
+    return _merged([Span(start, end, kind) for start, end, _, kind in _matches(text)])
+
+
+def _matches(text: str) -> Iterator[tuple[int, int, int, str]]:
+    """Every rule's matches in `text`: where its secret starts and ends, where the whole match ends (a rule
+    may need what follows a secret: the `@host` after a URL's password, a closing quote), and its kind."""
     folded: str | None = None
     for rule in RULES:
         if rule.triggers:
@@ -298,8 +306,7 @@ def secret_spans(text: str) -> list[Span]:
             group = next((g for g in rule.groups if match.group(g) is not None), 0)
             start, end = match.span(group)
             if end > start:
-                found.append(Span(start, end, rule.kind))
-    return _merged(found)
+                yield start, end, match.end(), rule.kind
 
 
 def _merged(spans: list[Span]) -> list[Span]:
@@ -340,14 +347,17 @@ def redact_slice(text: str, start: int, end: int, secrets: list[Span] | None = N
 
 
 def clear_cut(text: str, limit: int) -> int:
-    """Where to cut `text` to at most `limit` characters without cutting a secret in two: `limit`, or the
-    start of the secret that crosses it (the secret then goes whole with the part cut off)."""
+    """Where to cut `text` to at most `limit` characters without cutting a secret in two, nor between a
+    secret and what its rule needs after it (a piece ending `postgres://app:pw`, without its `@host`, is no
+    longer recognised): `limit`, or the start of the secret whose match crosses it (the secret then goes
+    whole with the part cut off)."""
     if limit >= len(text):
         return len(text)
-    for span in secret_spans(text[: limit + CUT_LOOKAHEAD]):
-        if span.start < limit < span.end:
-            return span.start
-    return limit
+    found = list(_matches(text[: limit + CUT_LOOKAHEAD]))
+    cut = limit
+    while crossing := [start for start, end, match_end, _ in found if start < cut < max(end, match_end)]:
+        cut = min(crossing)  # earlier: an overlapping secret may cross the new cut
+    return cut
 
 
 # How far past a cut `clear_cut` looks for the end of a secret that crosses it: longer than any token

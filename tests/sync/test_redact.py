@@ -150,6 +150,17 @@ def test_a_cut_never_falls_inside_a_secret(secret: Secret) -> None:
     assert clear_cut("plain words only", 5) == 5
 
 
+@pytest.mark.parametrize("secret", CORPUS, ids=lambda s: s.name)
+def test_a_piece_cut_just_after_a_secret_still_has_it_redacted(secret: Secret) -> None:
+    """A cut (a title, a tool summary's command) after a secret but before what tells it is one (the `@host`
+    after a URL's password, the closing quote of a quoted value, `| sudo -S` after `echo …`) would leave a
+    piece where it is no longer recognised: the secret goes with the part cut off."""
+    whole = f"prose before\n{secret.text}\nprose after"
+    for limit in range(whole.index(secret.core[:12]), len(whole)):
+        piece = whole[: clear_cut(whole, limit)]
+        assert secret.leaked_in(redact(piece)[0]) is None, piece
+
+
 def test_urls_that_hold_no_password_are_left_alone() -> None:
     ordinary = (
         "open http://localhost:5173/@vite/client and https://registry.npmjs.org/@types/node; "
