@@ -231,6 +231,12 @@ def _corpus() -> list[Secret]:
     ):
         v = token(ALNUM, 18)
         add(name, line.format(v=v), v)
+    v = token(URLSAFE, 32)
+    add("cookie header", f"curl -H 'Cookie: theme=dark; sessionid={v}' https://app.example.com/admin", v, "cookie")
+    v = token(ALNUM, 40)
+    add("set-cookie header", f"< Set-Cookie: _app_session={v}; path=/; secure; HttpOnly", v, "cookie")
+    v = token(HEX, 32)
+    add("azure subscription key", f'-H "Ocp-Apim-Subscription-Key: {v}"', v)
     return found
 
 

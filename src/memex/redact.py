@@ -234,6 +234,14 @@ RULES: tuple[Rule, ...] = (
         ('"auth"', "_auth"),
         1,
     ),
+    # A Cookie / Set-Cookie header holding a session (a value of 16+ characters): its name=value pairs.
+    _rule(
+        "cookie",
+        r"(?i)\b(?:set-)?cookie[\"']?\s*:\s*(?=(?:[\w.\-]+=[^\s;,\"']*;[ \t]*)*[\w.\-]+=[^\s;,\"']{16,})"
+        r"([\w.\-]+=[^\s;,\"']*(?:;[ \t]*[\w.\-]+=[^\s;,\"']*)*)",
+        ("cookie",),
+        1,
+    ),
     _rule("netrc-password", r"\bmachine\s+\S+\s+login\s+\S+\s+password\s+(\S+)", ("machine",), 1),
     # password = "…", api_key: …, client_secret=… (a value of 8+ characters, or quoted, not a placeholder)
     _rule(
@@ -260,11 +268,11 @@ RULES: tuple[Rule, ...] = (
     # The keys that sign or encrypt: RAILS_MASTER_KEY=…, APP_KEY=base64:…, JWT_SIGNING_KEY: …
     _rule(
         "secret-assignment",
-        r"(?i)(?:master|encryption|signing|hmac|jwt|app)[_\-]?key[\w.\-]{0,64}"
+        r"(?i)(?:master|encryption|signing|hmac|jwt|app|subscription)[_\-]?key[\w.\-]{0,64}"
         rf"{_QUOTE}\s*[:=]\s*" + _NOT_PLACEHOLDER + _VALUE,
         tuple(
             f"{name}{sep}key"
-            for name in ("master", "encryption", "signing", "hmac", "jwt", "app")
+            for name in ("master", "encryption", "signing", "hmac", "jwt", "app", "subscription")
             for sep in ("_", "-", "")
         ),
         1,

@@ -185,7 +185,8 @@ def test_other_flags_and_names_like_the_password_ones_are_left_alone() -> None:
         '"auth": "required", "auth": "oauth2-pkce-flow"\n'
         "ssh-keygen -t ed25519 -N '' -f key && vault login -method=oidc && redis-cli -a $REDIS_PW ping\n"
         "echo $TOKEN | docker login ghcr.io -u me --password-stdin; echo done | tee x; gh secret list\n"
-        "run vault login\nthen go on; npm config set registry https://x; mongo --port 27017; the openssl -k flag"
+        "run vault login\nthen go on; npm config set registry https://x; mongo --port 27017; the openssl -k flag\n"
+        "Set-Cookie: theme=dark; Path=/ and a cookie: a small file the browser keeps, name=value pairs"
     )
     assert redact(ordinary) == (ordinary, 0)
 
