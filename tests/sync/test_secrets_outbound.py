@@ -135,7 +135,7 @@ def alpha(computers, endpoint: str) -> Iterator[Computer]:
 
 
 def test_the_corpus_is_large_enough() -> None:
-    assert len(CORPUS) >= 30
+    assert 30 <= len(CORPUS) < 99  # anchor(99) is the big key's: a corpus that reaches it needs another
     assert len({s.name for s in CORPUS}) == len(CORPUS)
 
 
