@@ -155,6 +155,88 @@ def _corpus() -> list[Secret]:
     add("azure storage key", f"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={v};EndpointSuffix=core", v)
     v = token(URLSAFE, 33)
     add("telegram bot token", f"TELEGRAM_BOT_TOKEN={rng.randint(10**8, 10**9)}:AA{v}", v)
+    v = token(ALNUM, 16)
+    add("curl -u", f"curl -u admin:{v} https://api.example.com/v1/items", v, "password-flag")
+    v = token(ALNUM, 16)
+    add("curl --user", f"curl -sS --user=deploy:{v} -X POST https://ci.example.com/job", v, "password-flag")
+    v = token(ALNUM, 16)
+    add("docker login -p", f"docker login -u me -p {v} registry.example.com", v, "password-flag")
+    v = token(ALNUM, 16)
+    add("sshpass -p", f"sshpass -p {v} ssh deploy@10.0.0.4", v, "password-flag")
+    v = token(ALNUM, 16)
+    add("mysql -p", f"mysql -h db -u root -p{v} shop < dump.sql", v, "password-flag")
+    v = token(ALNUM + "/+", 40)
+    add("aws configure set", f"aws configure set aws_secret_access_key {v}", v, "aws-secret-key")
+    v = token(ALNUM, 18)
+    add("escaped json password", f'curl -d "{{\\"user\\": \\"me\\", \\"password\\": \\"{v}\\"}}" https://x', v)
+    v = token(ALNUM, 12) + token("0123456789", 6)
+    add("escaped json token", f'{{"body": "{{\\"token\\": \\"{v}\\"}}"}}', v)
+    v = token(ALNUM, 14)
+    add("name ending in PASS", f"SMTP_PASS={v}", v, "secret-assignment")
+    v = token(ALNUM, 24)
+    hook = f"https:\\/\\/hooks.slack.com\\/services\\/T0{token(UPPER, 8)}\\/B0{token(UPPER, 8)}\\/{v}"
+    add("slack webhook, escaped slashes", f'{{"webhook":"{hook}"}}', v, "slack-webhook")
+    text, _ = pem("RSA PRIVATE KEY", lines=6)
+    v = base64.b64encode(text.encode()).decode()
+    add("kubeconfig client-key-data", f"    client-key-data: {v}\n    token: abc", v[40:], "private-key")
+    v = "IQoJb3JpZ2luX2Vj" + token(B64, 200)
+    add("aws session token, camelCase json", f'"SessionToken": "{v}",', v, "token-assignment")
+    v = "1//0g" + token(URLSAFE, 90)
+    add("google refresh token, camelCase", f'{{"refreshToken": "{v}"}}', v, "token-assignment")
+    v = base64.b64encode(f"deploy:{token(ALNUM, 20)}".encode()).decode()
+    add("docker config auth", f'{{"auths": {{"ghcr.io": {{"auth": "{v}"}}}}}}', v, "basic-auth")
+    v = base64.b64encode(f"ci:{token(ALNUM, 20)}".encode()).decode()
+    add("npmrc _auth", f"registry=https://npm.example.com/\n_auth={v}\nalways-auth=true", v, "basic-auth")
+    v = token(ALNUM, 40)
+    add("linear api key", f"the linear key lin_api_{v} works", v, "linear-key")
+    v = token(HEX, 40)
+    add("supabase token", f"paste sbp_{v} in the dashboard", v)
+    v = token(URLSAFE, 58)
+    add("heroku api key", f"heroku gave me HRKU-AA{v} today", v)
+    v = token("QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", 58)
+    add("age secret key", f"# created: 2026-01-01\nAGE-SECRET-KEY-1{v}", v, "age-secret-key")
+    v = token(HEX, 24) + "-" + token(HEX, 34)
+    add("postman api key", f"postman login --with-api-key PMAK-{v}", v)
+    v = token(UPPER, 27)
+    add("new relic key", f"use NRAK-{v} for the API", v, "newrelic-key")
+    v = token(ALNUM, 32) + "_" + token(HEX, 8)
+    add("grafana service account token", f"grafana made glsa_{v} for the bot", v)
+    v = token(HEX, 64)
+    add("sentry user token", f"the sentry one is sntryu_{v}, rotate it", v)
+    v = token("0123456789", 11) + token(ALNUM, 35)
+    add("notion token", f"NOTION_KEY=ntn_{v}", v)
+    v = token(ALNUM, 43)
+    add("doppler token", f"doppler configure set token dp.st.{v}", v)
+    v = token(URLSAFE, 120)
+    add("1password service account token", f"1password printed ops_eyJ{v} once", v)
+    for name, line in (
+        ("az login -p", "az login --service-principal -u 0f1e2d3c -p {v} --tenant contoso"),
+        ("redis-cli -a", "redis-cli -h cache.internal -p 6380 -a {v} PING"),
+        ("REDISCLI_AUTH", "REDISCLI_AUTH={v} redis-cli --scan"),
+        ("mongosh -p", "mongosh -u admin -p {v} --authenticationDatabase admin"),
+        ("keytool -storepass", "keytool -genkey -keystore release.jks -alias app -storepass {v}"),
+        ("openssl enc -k", "openssl enc -aes-256-cbc -salt -k {v} -in db.sql -out db.enc"),
+        ("sqlcmd -P", "sqlcmd -S db.internal -U sa -P {v} -Q 'SELECT 1'"),
+        ("ldapsearch -w", "ldapsearch -x -D cn=admin,dc=example,dc=org -w {v} -b dc=example,dc=org"),
+        ("ssh-keygen -N", "ssh-keygen -t ed25519 -N '{v}' -f ~/.ssh/deploy"),
+        ("smbclient -U user%password", "smbclient //nas/share -U admin%{v}"),
+        ("htpasswd -b", "htpasswd -bc /etc/nginx/.htpasswd admin {v}"),
+        ("gpg --passphrase", "gpg --batch --pinentry-mode loopback --passphrase {v} -d backup.gpg"),
+        ("vault login", "vault login {v}"),
+        ("gh secret set --body", "gh secret set DEPLOY_KEY --body {v} --repo o/r"),
+        ("npm config set _authToken", "npm config set //npm.example.com/:_authToken {v}"),
+        ("echo | sudo -S", "echo '{v}' | sudo -S systemctl restart nginx"),
+        ("echo | docker login --password-stdin", "echo {v} | docker login ghcr.io -u me --password-stdin"),
+        ("rails master key", "RAILS_MASTER_KEY={v}"),
+    ):
+        v = token(ALNUM, 18)
+        add(name, line.format(v=v), v)
+    v = token(URLSAFE, 32)
+    add("cookie header", f"curl -H 'Cookie: theme=dark; sessionid={v}' https://app.example.com/admin", v, "cookie")
+    v = token(ALNUM, 40)
+    add("set-cookie header", f"< Set-Cookie: _app_session={v}; path=/; secure; HttpOnly", v, "cookie")
+    v = token(HEX, 32)
+    add("azure subscription key", f'-H "Ocp-Apim-Subscription-Key: {v}"', v)
     return found
 
 

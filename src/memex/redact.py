@@ -16,6 +16,7 @@ and a text holding none of them is not searched with that rule.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import NamedTuple
@@ -55,10 +56,13 @@ def _rule(kind: str, pattern: str, triggers: tuple[str, ...], *groups: int) -> R
 
 _PEM_LABEL = r"(?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?"
 # A value in an assignment: quoted (spaces allowed inside), or a run without spaces or separators.
-_VALUE = r"""(?:"([^"\n]{4,})"|'([^'\n]{4,})'|([^\s"',;]{8,}))"""
+# A quote may be escaped: JSON inside a shell or JSON string (`curl -d "{\"password\": \"…\"}"`).
+_VALUE = r"""(?:"([^"\n]{4,})"|'([^'\n]{4,})'|\\"([^"\\\n]{4,})\\"|([^\s"',;]{8,}))"""
+# The quote that may close a key or open a value, escaped or not.
+_QUOTE = r"""(?:\\?["'])?"""
 # Placeholders are not secrets (and a marker is never redacted twice).
 _NOT_PLACEHOLDER = (
-    r"""(?!["']?(?:\$\{|\$\(|<|\*{3}|your[_\-]|xxx|changeme|\[?REDACTED|null\b|none\b|true\b|false\b|"""
+    rf"""(?!{_QUOTE}(?:\$\{{|\$\(|<|\*{{3}}|your[_\-]|xxx|changeme|\[?REDACTED|null\b|none\b|true\b|false\b|"""
     # …nor is a reference to where the secret is kept (`apiKey: process.env.API_KEY`, `self.config.key`).
     r"""(?:process\.)?env\.|os\.(?:environ|getenv)|getenv\(|this\.|self\.|config\.|settings\.))"""
 )
@@ -71,6 +75,13 @@ RULES: tuple[Rule, ...] = (
         "private-key",
         rf"(?<![A-Za-z0-9+/=])(?:[A-Za-z0-9+/=]{{16,}}(?:\\r\\n|\\n|\r?\n))+[A-Za-z0-9+/=]*-----END {_PEM_LABEL}-----",
         ("PRIVATE KEY",),
+    ),
+    # A key in base64 (kubeconfig's `client-key-data`, a Kubernetes secret): `-----BEGIN … PRIVATE KEY` encoded.
+    _rule(
+        "private-key",
+        r"\bLS0tLS1CRUdJTi(?:BSU0EgUFJJVkFURSBL|BFQyBQUklWQVRFIEtF|BEU0EgUFJJVkFURSBL|BPUEVOU1NIIFBSSVZBVEUgS0VZ|"
+        r"BFTkNSWVBURUQgUFJJVkFURSBL|BQUklWQVRFIEtF)[A-Za-z0-9+/]*={0,2}",
+        ("LS0tLS1CRUdJTi",),
     ),
     _rule("private-key", r"PuTTY-User-Key-File-\d+:[\s\S]*?(?:Private-MAC: [0-9a-fA-F]+|\Z)", ("PuTTY-User-Key",)),
     # Key material without any header: three or more lines of 60 to 80 base64 characters (PEM and
@@ -90,7 +101,8 @@ RULES: tuple[Rule, ...] = (
     _rule("aws-access-key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b", ("AKIA", "ASIA", "ABIA", "ACCA")),
     _rule(
         "aws-secret-key",
-        r"(?i)\baws_?secret_?access_?key\b[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
+        # `aws_secret_access_key = …`, and `aws configure set aws_secret_access_key …` (a space between)
+        r"(?i)\baws_?secret_?access_?key\b[\"']?(?:\s*[:=]\s*|\s+)[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
         ("secret",),
         1,
     ),
@@ -100,7 +112,10 @@ RULES: tuple[Rule, ...] = (
     _rule("slack-token", r"\bxox[abposre]-[A-Za-z0-9\-]{10,}", ("xox",)),
     _rule("slack-token", r"\bxapp-\d-[A-Za-z0-9\-]{10,}", ("xapp-",)),
     _rule(
-        "slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_\-]+", ("hooks.slack",)
+        "slack-webhook",
+        # `/` may be escaped (`https:\/\/hooks.slack.com\/services\/…` in JSON)
+        r"https:\\?/\\?/hooks\.slack\.com\\?/(?:services|workflows|triggers)\\?/(?:[A-Za-z0-9_\-]|\\?/)+",
+        ("hooks.slack",),
     ),
     _rule("stripe-key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,}\b", ("_live_", "_test_")),
     _rule("stripe-webhook-secret", r"\bwhsec_[A-Za-z0-9+/=]{24,}", ("whsec_",)),
@@ -121,6 +136,18 @@ RULES: tuple[Rule, ...] = (
     _rule("discord-token", r"\b[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}\b", ()),
     _rule("azure-storage-key", r"(?i)\bAccountKey=([A-Za-z0-9+/=]{40,})", ("accountkey=",), 1),
     _rule("azure-sas-signature", r"[?&]sig=([A-Za-z0-9%+/=]{20,})", ("sig=",), 1),
+    _rule("linear-key", r"\blin_api_[A-Za-z0-9]{40}\b", ("lin_api_",)),
+    _rule("supabase-token", r"\bsbp_[a-f0-9]{40}\b", ("sbp_",)),
+    _rule("heroku-key", r"\bHRKU-AA[A-Za-z0-9_\-]{58}", ("HRKU-",)),
+    _rule("age-secret-key", r"\bAGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}\b", ("AGE-SECRET-KEY-",)),
+    _rule("postman-key", r"\bPMAK-[a-f0-9]{24}-[a-f0-9]{34}\b", ("PMAK-",)),
+    _rule("newrelic-key", r"\bNRAK-[A-Z0-9]{27}\b", ("NRAK-",)),
+    _rule("grafana-token", r"\bglsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}\b", ("glsa_",)),
+    _rule("grafana-token", r"\bglc_[A-Za-z0-9+/]{32,}={0,2}", ("glc_",)),
+    _rule("sentry-token", r"\b(?:sntryu_[a-f0-9]{64}|sntrys_eyJ[A-Za-z0-9+/=_\-]{50,})", ("sntry",)),
+    _rule("notion-token", r"\bntn_\d{11}[A-Za-z0-9]{35}\b", ("ntn_",)),
+    _rule("doppler-token", r"\bdp\.(?:st|pt|ct|sa|scim|audit)\.[A-Za-z0-9_\-.]{40,}", ("dp.",)),
+    _rule("1password-token", r"\bops_eyJ[A-Za-z0-9+/=_\-]{50,}", ("ops_eyJ",)),
     _rule("jwt", r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}", ("eyJ",)),
     # --- headers, URLs, command lines --------------------------------------------------------------
     _rule("bearer-token", r"(?i)\bbearer\s+([A-Za-z0-9_\-\.=+/~]{20,})", ("bearer",), 1),
@@ -137,15 +164,82 @@ RULES: tuple[Rule, ...] = (
     # `http://localhost:5173/@vite/client` holds no password).
     _rule(
         "url-password",
-        r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]{0,256}:(?!\d{1,5}/)(\S{1,256})@(?=\[?[A-Za-z0-9_.\-:%]+\]?(?:[:/?#\s\"'`<>),;\]]|$))",
+        # The host is part of the match (not only looked at): a cut between the `@` and the host crosses it.
+        r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]{0,256}:(?!\d{1,5}/)(\S{1,256})@\[?[A-Za-z0-9_.\-:%]+\]?"
+        r"(?=[:/?#\s\"'`<>),;\]]|$)",
         ("://",),
         1,
     ),
     _rule(
         "password-flag",
-        r"(?i)(?:^|(?<=\s))--?(?:password|passwd|pass|token|api-key|apikey|secret|client-secret|auth-token)"
+        r"(?i)(?:^|(?<=\s))--?(?:password|passwd|pass|passphrase|(?:src|dest|new)?(?:store|key)pass|token|api-key|apikey|"
+        r"secret|client-secret|auth-token)"
         r"(?:=|\s+)" + _NOT_PLACEHOLDER + r"[\"']?([^\s\"']{4,})",
         ("pass", "token", "api", "secret"),
+        1,
+    ),
+    # curl -u user:password, curl --user=user:password (not `-u "$USER:$PASS"`)
+    _rule(
+        "password-flag",
+        r"\bcurl\b[^\n|;&]*?\s(?:-u\s*|--user(?:=|\s+))[\"']?[^\s:\"']*:(?!\$)([^\s\"']{4,})",
+        ("curl",),
+        1,
+    ),
+    # The commands that take a password after a short flag or in a place of their own: docker login -p,
+    # sshpass -p, mysql -p…, redis-cli -a, htpasswd -b, gh secret set --body… (not the many other commands'
+    # `-p`: a port, a parent folder).
+    _rule(
+        "password-flag",
+        r"\b(?:(?:docker|podman|nerdctl|buildah|skopeo|az)[ \t]+login\b[^\n|;&]*?[ \t]-p[ \t]+|sshpass[ \t]+-p[ \t]*|"
+        r"(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]*?[ \t]-p(?=[^\s\-])|"
+        r"(?:mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport)\b[^\n|;&]*?[ \t]-p[ \t]+|"
+        r"redis-cli\b[^\n|;&]*?[ \t]-a[ \t]+|sqlcmd\b[^\n|;&]*?[ \t]-P[ \t]+|openssl[ \t]+\w\S*[^\n|;&]*?[ \t]-k[ \t]+|"
+        r"ldap(?:search|add|modify|delete|passwd|whoami)\b[^\n|;&]*?[ \t]-w[ \t]+|"
+        r"ssh-keygen\b[^\n|;&]*?[ \t]-[NP][ \t]+|"
+        r"smbclient\b[^\n|;&]*?[ \t]-U[ \t]+\S+?%|htpasswd[ \t]+-\w*b\w*[ \t]+(?:-\S+[ \t]+)*\S+[ \t]+\S+[ \t]+|"
+        r"vault[ \t]+login[ \t]+(?!-)|gh[ \t]+secret[ \t]+set\b[^\n|;&]*?[ \t](?:--body|-b)(?:=|[ \t]+)|"
+        r"npm[ \t]+config[ \t]+set[ \t]+\S*:_(?:authToken|auth|password)[ \t]+|REDISCLI_AUTH=)"
+        r"(?!\$)[\"']?([^\s\"']{4,})",
+        (
+            "login",
+            "sshpass",
+            "mysql",
+            "mariadb",
+            "mongo",
+            "redis-cli",
+            "sqlcmd",
+            "openssl",
+            "ldap",
+            "ssh-keygen",
+            "smbclient",
+            "htpasswd",
+            "secret set",
+            "npm config",
+            "REDISCLI_AUTH",
+        ),
+        1,
+    ),
+    # A password piped to the command that reads it: `echo … | sudo -S`, `echo … | docker login --password-stdin`
+    _rule(
+        "password-flag",
+        r"\becho[ \t]+(?!\$)[\"']?([^\s\"'|]{4,})[\"']?[ \t]*\|[ \t]*"
+        r"(?:sudo[ \t]+(?:-\w+[ \t]+)*-S\b|[^\n|;&]*--password-stdin)",
+        ("sudo", "password-stdin"),
+        1,
+    ),
+    # base64 of user:password: `"auth": "…"` in ~/.docker/config.json, `_auth=…` in .npmrc
+    _rule(
+        "basic-auth",
+        r"(?:\"auth\"\s*:\s*\"|(?<![\w.])_auth\s*=\s*[\"']?)((?=[A-Za-z0-9+/]*[0-9+/=])[A-Za-z0-9+/]{12,}={0,2})",
+        ('"auth"', "_auth"),
+        1,
+    ),
+    # A Cookie / Set-Cookie header holding a session (a value of 16+ characters): its name=value pairs.
+    _rule(
+        "cookie",
+        r"(?i)\b(?:set-)?cookie[\"']?\s*:\s*(?=(?:[\w.\-]+=[^\s;,\"']*;[ \t]*)*[\w.\-]+=[^\s;,\"']{16,})"
+        r"([\w.\-]+=[^\s;,\"']*(?:;[ \t]*[\w.\-]+=[^\s;,\"']*)*)",
+        ("cookie",),
         1,
     ),
     _rule("netrc-password", r"\bmachine\s+\S+\s+login\s+\S+\s+password\s+(\S+)", ("machine",), 1),
@@ -153,19 +247,45 @@ RULES: tuple[Rule, ...] = (
     _rule(
         "secret-assignment",
         r"(?i)(?:password|passwd|pwd|secret|api[_\-]?key|apikey|access[_\-]?key|access[_\-]?token|"
-        r"auth[_\-]?token|client[_\-]?secret|private[_\-]?key)[\w.\-]{0,64}[\"']?\s*[:=]\s*"
-        + _NOT_PLACEHOLDER
-        + _VALUE,
+        r"auth[_\-]?token|client[_\-]?secret|private[_\-]?key)"
+        rf"[\w.\-]{{0,64}}{_QUOTE}\s*[:=]\s*" + _NOT_PLACEHOLDER + _VALUE,
         ("passw", "pwd", "secret", "api", "key", "token", "private"),
         1,
         2,
         3,
+        4,
+    ),
+    # A name that ends in PASS or PASSPHRASE (`DB_PASS=`, `GPG_PASSPHRASE:`), not `bypass`, `compass`.
+    _rule(
+        "secret-assignment",
+        rf"(?i)(?<![a-z])pass(?:phrase)?{_QUOTE}\s*[:=]\s*" + _NOT_PLACEHOLDER + _VALUE,
+        ("pass",),
+        1,
+        2,
+        3,
+        4,
+    ),
+    # The keys that sign or encrypt: RAILS_MASTER_KEY=…, APP_KEY=base64:…, JWT_SIGNING_KEY: …
+    _rule(
+        "secret-assignment",
+        r"(?i)(?:master|encryption|signing|hmac|jwt|app|subscription)[_\-]?key[\w.\-]{0,64}"
+        rf"{_QUOTE}\s*[:=]\s*" + _NOT_PLACEHOLDER + _VALUE,
+        tuple(
+            f"{name}{sep}key"
+            for name in ("master", "encryption", "signing", "hmac", "jwt", "app", "subscription")
+            for sep in ("_", "-", "")
+        ),
+        1,
+        2,
+        3,
+        4,
     ),
     # GITHUB_TOKEN=…, "token": "…" (letters and digits, 12+: not a word, not a number)
     _rule(
         "token-assignment",
-        r"(?i)(?<![a-z0-9])tokens?[\"']?\s*[:=]\s*[\"']?"
-        r"((?=[^\s\"',;]*[A-Za-z])(?=[^\s\"',;]*\d)[^\s\"',;]{12,})",
+        # `MY_TOKEN`, `token`, and camelCase `SessionToken`, `botToken` (not `tokenizer`, `maxTokens: 4096`)
+        rf"(?i)(?:(?-i:T)|(?<![a-z0-9])t)okens?{_QUOTE}\s*[:=]\s*{_QUOTE}"
+        r"((?=[^\s\"',;\\]*[A-Za-z])(?=[^\s\"',;\\]*\d)[^\s\"',;\\]{12,})",
         ("token",),
         1,
     ),
@@ -174,7 +294,12 @@ RULES: tuple[Rule, ...] = (
 
 def secret_spans(text: str) -> list[Span]:
     """Where the secrets of `text` are: sorted, overlapping matches merged (the first rule names it)."""
-    found: list[Span] = []
+    return _merged([Span(start, end, kind) for start, end, _, kind in _matches(text)])
+
+
+def _matches(text: str) -> Iterator[tuple[int, int, int, str]]:
+    """Every rule's matches in `text`: where its secret starts and ends, where the whole match ends (a rule
+    may need what follows a secret: the `@host` after a URL's password, a closing quote), and its kind."""
     folded: str | None = None
     for rule in RULES:
         if rule.triggers:
@@ -189,8 +314,7 @@ def secret_spans(text: str) -> list[Span]:
             group = next((g for g in rule.groups if match.group(g) is not None), 0)
             start, end = match.span(group)
             if end > start:
-                found.append(Span(start, end, rule.kind))
-    return _merged(found)
+                yield start, end, match.end(), rule.kind
 
 
 def _merged(spans: list[Span]) -> list[Span]:
@@ -231,14 +355,17 @@ def redact_slice(text: str, start: int, end: int, secrets: list[Span] | None = N
 
 
 def clear_cut(text: str, limit: int) -> int:
-    """Where to cut `text` to at most `limit` characters without cutting a secret in two: `limit`, or the
-    start of the secret that crosses it (the secret then goes whole with the part cut off)."""
+    """Where to cut `text` to at most `limit` characters without cutting a secret in two, nor between a
+    secret and what its rule needs after it (a piece ending `postgres://app:pw`, without its `@host`, is no
+    longer recognised): `limit`, or the start of the secret whose match crosses it (the secret then goes
+    whole with the part cut off)."""
     if limit >= len(text):
         return len(text)
-    for span in secret_spans(text[: limit + CUT_LOOKAHEAD]):
-        if span.start < limit < span.end:
-            return span.start
-    return limit
+    found = list(_matches(text[: limit + CUT_LOOKAHEAD]))
+    cut = limit
+    while crossing := [start for start, end, match_end, _ in found if start < cut < max(end, match_end)]:
+        cut = min(crossing)  # earlier: an overlapping secret may cross the new cut
+    return cut
 
 
 # How far past a cut `clear_cut` looks for the end of a secret that crosses it: longer than any token

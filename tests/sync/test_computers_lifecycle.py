@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import redis
+
 from synctools import SLAY, settle
 
 SLAY_ID = SLAY.stem
@@ -39,7 +41,7 @@ def test_index_says_the_sessions_followed_the_new_name(computers) -> None:
     assert [(s["session_id"], s["computer"]) for s in listed] == [(SLAY_ID, "laptop")]
 
 
-def test_forgetting_a_retired_computer_drops_its_mirrors_everywhere(computers) -> None:
+def test_forgetting_a_retired_computer_drops_its_mirrors_everywhere(computers, redis_url, prefix) -> None:
     a, b, c = computers("alpha"), computers("beta"), computers("gamma")
     a.add_claude(SLAY, "-Users-chloe-c-slay")
     for computer in (a, b, c):
@@ -54,6 +56,8 @@ def test_forgetting_a_retired_computer_drops_its_mirrors_everywhere(computers) -
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == {"computer": "alpha", "mirrors": 1, "published": True, "note": None}
     assert b.mirrors("alpha") == {}
+    stream = redis.Redis.from_url(redis_url).xrange(f"{prefix}:mirrors")
+    assert [f for _, f in stream if b"mirror" in f and f[b"computer"] == b"alpha"] == []  # its conversations too
     settle(b, c)
     assert c.mirrors("alpha") == {}
     for computer in (b, c):

@@ -12,6 +12,8 @@ from memex.store.db import connect
 from synctools import SLAY, free_port, settle
 
 SLAY_ID = SLAY.stem
+HILLVIEW = SLAY.parents[2] / "hillview" / "-home-jenkins-Personal-AI-Infrastructure"
+OTHER = HILLVIEW / "98098c74-435a-42ec-ad08-ae58c7559232.jsonl"
 
 
 def _forget(computer, *args: str, **env: str) -> dict:
@@ -95,3 +97,34 @@ def test_redis_away_the_daemon_tells_the_others_later(computers) -> None:
     assert SLAY_ID in b.mirrors()
     settle(a, b)  # alpha's daemon reaches Redis: it publishes what the command could not
     assert SLAY_ID not in b.mirrors()
+
+
+def _stream_mirrors(redis_url: str, prefix: str) -> list[tuple[str, str]]:
+    """The (computer, session) of every mirror the stream still carries, read raw from Redis."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    try:
+        entries = client.xrange(f"{prefix}:mirrors")
+    finally:
+        client.close()
+    return [(f[b"computer"].decode(), f[b"session_id"].decode()) for _, f in entries if b"mirror" in f]
+
+
+def test_the_forgotten_conversation_leaves_the_stream_too(computers, redis_url, prefix) -> None:
+    """The stream's entries carried the whole conversation (all of it a reader of the stream could get
+    until `stream_max_entries` newer entries pushed them out): forgetting deletes them, as it deletes the
+    latest-mirror hash's field, and leaves every other session's."""
+    a, b = computers("alpha"), computers("beta")
+    a.add_claude(SLAY, "-Users-chloe-c-slay")
+    a.add_claude(OTHER, "-home-jenkins-Personal-AI-Infrastructure")
+    a.start()
+    b.start()
+    settle(a, b)
+    before = _stream_mirrors(redis_url, prefix)
+    assert ("alpha", SLAY_ID) in before
+    _forget(b, SLAY_ID[:8])  # asked on beta, which only holds alpha's mirror
+    settle(a, b)
+    after = _stream_mirrors(redis_url, prefix)
+    assert all(session != SLAY_ID for _, session in after)
+    assert [m for m in before if m[1] != SLAY_ID] == after

@@ -150,6 +150,17 @@ def test_a_cut_never_falls_inside_a_secret(secret: Secret) -> None:
     assert clear_cut("plain words only", 5) == 5
 
 
+@pytest.mark.parametrize("secret", CORPUS, ids=lambda s: s.name)
+def test_a_piece_cut_just_after_a_secret_still_has_it_redacted(secret: Secret) -> None:
+    """A cut (a title, a tool summary's command) after a secret but before what tells it is one (the `@host`
+    after a URL's password, the closing quote of a quoted value, `| sudo -S` after `echo …`) would leave a
+    piece where it is no longer recognised: the secret goes with the part cut off."""
+    whole = f"prose before\n{secret.text}\nprose after"
+    for limit in range(whole.index(secret.core[:12]), len(whole)):
+        piece = whole[: clear_cut(whole, limit)]
+        assert secret.leaked_in(redact(piece)[0]) is None, piece
+
+
 def test_urls_that_hold_no_password_are_left_alone() -> None:
     ordinary = (
         "open http://localhost:5173/@vite/client and https://registry.npmjs.org/@types/node; "
@@ -161,6 +172,23 @@ def test_urls_that_hold_no_password_are_left_alone() -> None:
 def test_references_to_secrets_are_not_secrets() -> None:
     code = "apiKey: process.env.OPENAI_API_KEY,\nclient_secret: env.AUTH0_CLIENT_SECRET\npassword: self.config.password"
     assert redact(code) == (code, 0)
+
+
+def test_other_flags_and_names_like_the_password_ones_are_left_alone() -> None:
+    """`-p` is a port, a parent or a prompt to most commands; a name holding `pass` is not a password."""
+    ordinary = (
+        "mkdir -p build/out && docker run -p 8080:80 nginx && ssh -p 2222 me@host && mysql -u root -p shop\n"
+        'curl -u "$API_USER:$API_PASS" https://api.example.com && curl -u admin https://x\n'
+        "bypass=feature-flag-1234 compass: north-by-northwest PASS_THROUGH=true\n"
+        'echo "{\\"password\\": \\"${DB_PASSWORD}\\"}" and docker login -u me --password-stdin\n'
+        '"maxTokens": 4096, tokenizer: gpt2bpe12345678, cancellationToken: CancellationToken.None\n'
+        '"auth": "required", "auth": "oauth2-pkce-flow"\n'
+        "ssh-keygen -t ed25519 -N '' -f key && vault login -method=oidc && redis-cli -a $REDIS_PW ping\n"
+        "echo $TOKEN | docker login ghcr.io -u me --password-stdin; echo done | tee x; gh secret list\n"
+        "run vault login\nthen go on; npm config set registry https://x; mongo --port 27017; the openssl -k flag\n"
+        "Set-Cookie: theme=dark; Path=/ and a cookie: a small file the browser keeps, name=value pairs"
+    )
+    assert redact(ordinary) == (ordinary, 0)
 
 
 def test_a_hit_leaving_the_computer_marks_the_query_in_its_redacted_chunk() -> None:

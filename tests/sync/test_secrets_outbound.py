@@ -135,7 +135,7 @@ def alpha(computers, endpoint: str) -> Iterator[Computer]:
 
 
 def test_the_corpus_is_large_enough() -> None:
-    assert len(CORPUS) >= 30
+    assert 30 <= len(CORPUS) < 99  # anchor(99) is the big key's: a corpus that reaches it needs another
     assert len({s.name for s in CORPUS}) == len(CORPUS)
 
 
@@ -174,13 +174,13 @@ def test_nothing_of_any_secret_in_what_the_api_answers(alpha: Computer) -> None:
     assert leaks(blob) == []
     assert "pangolin step 3" in blob and "[REDACTED:" in blob
     # The store does hold a chunk with the end of the long key and no BEGIN line: the cut is real.
+    last_line = BIG_BODY.splitlines()[-2]
     conn = connect(alpha.config.db_path)
     try:
-        stored = [r[0] for r in conn.execute("SELECT content FROM chunks WHERE content LIKE ?", (f"%{anchor(99)}%",))]
+        stored = [r[0] for r in conn.execute("SELECT content FROM chunks WHERE content LIKE ?", (f"%{last_line}%",))]
     finally:
         conn.close()
-    last_line = BIG_BODY.splitlines()[-2]
-    assert any(last_line in c and "BEGIN" not in c for c in stored)
+    assert any("BEGIN" not in c for c in stored)
     # That chunk is among the answers, cleaned.
     chunks = [hit["matched_chunk"] for hit in client.search(anchor(99), 5)]
     assert any("-----END RSA PRIVATE KEY-----" in c or "[REDACTED:private-key]" in c for c in chunks)

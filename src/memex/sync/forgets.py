@@ -3,9 +3,10 @@
 A forgetting asked here (a tombstone in `forgotten` with this computer as its origin and no
 `published_at`) goes to Redis in one MULTI: an entry on the mirror stream (`kind` = `forget`), the
 session's latest mirror removed from its computer's hash (a late joiner's catch-up must not bring it
-back), and a field in the `forgotten` hash (a computer that returns after the entry was trimmed reads
-it there). Receivers apply it with `memex.forget.apply_forget`: their mirror of the session goes, and the
-computer the session ran on forgets it entirely. Delivery is at-least-once; applying twice changes nothing.
+back), the stream's entries that carry its mirrors deleted (its conversation stays nowhere in Redis),
+and a field in the `forgotten` hash (a computer that returns after the entry was trimmed reads it there).
+Receivers apply it with `memex.forget.apply_forget`: their mirror of the session goes, and the computer
+the session ran on forgets it entirely. Delivery is at-least-once; applying twice changes nothing.
 """
 
 from __future__ import annotations
@@ -32,6 +33,27 @@ PUBLISH_TIMEOUT_S = 1.5
 log = logging.getLogger("memex.daemon")
 KIND = "forget"
 
+# Deletes the stream entries carrying a mirror of one session (ARGV[2]; EVERY_SESSION: all) of one computer
+# (ARGV[1]); returns how many. Run by Redis, a page at a time, so no payload crosses the network.
+_DROP_MIRRORS = """
+local stream, owner, session = KEYS[1], ARGV[1], ARGV[2]
+local deleted, start = 0, '-'
+while true do
+  local entries = redis.call('XRANGE', stream, start, '+', 'COUNT', 500)
+  local ids = {}
+  for _, entry in ipairs(entries) do
+    local fields, found = entry[2], {}
+    for i = 1, #fields, 2 do found[fields[i]] = fields[i + 1] end
+    if found['mirror'] and found['computer'] == owner and (session == '*' or found['session_id'] == session) then
+      ids[#ids + 1] = entry[1]
+    end
+  end
+  if #ids > 0 then deleted = deleted + redis.call('XDEL', stream, unpack(ids)) end
+  if #entries < 500 then return deleted end
+  start = '(' .. entries[#entries][1]
+end
+"""
+
 
 def publish(
     conn: sqlite3.Connection, client: redis.Redis, keys: Keys, computer: str, max_len: int, batch: int = 200
@@ -44,6 +66,7 @@ def publish(
     pipe = client.pipeline(transaction=True)
     for session_id, owner, forgotten_at in items:
         fields = {"computer": computer, "kind": KIND, "session_id": session_id, "owner": owner, "at": forgotten_at}
+        pipe.eval(_DROP_MIRRORS, 1, keys.stream, owner, session_id)
         pipe.xadd(keys.stream, fields, maxlen=max_len, approximate=True)  # type: ignore[arg-type]
         if session_id == EVERY_SESSION:  # a whole computer: what Redis keeps of it goes
             pipe.delete(keys.latest(owner), keys.heartbeat(owner))
