@@ -65,3 +65,23 @@ def test_compacted_turns_are_in_order_newest_kept() -> None:
     assert text.index("question 4") < text.index("question 5")
     assert "question 1 " not in text  # the oldest did not fit
     assert render_compacted([], 200, 8000, 8) == ""
+
+
+def test_injected_turns_carry_no_secret_whatever_the_cut() -> None:
+    """What a hook injects goes to the asking session's model provider: every secret format of the corpus,
+    in a prompt, an answer, a reaction or a title, is redacted before the turn is cut to its budget."""
+    from secret_corpus import CORPUS
+
+    for secret in CORPUS:
+        for place in ("prompt", "answer", "reaction", "title"):
+            prompt = secret.text if place == "prompt" else "how do I deploy the ingress"
+            answer = (secret.text if place == "answer" else "applied the manifest") + " and the conclusion."
+            reaction = secret.text if place == "reaction" else "ok"
+            stored = turn(
+                prompt_text=prompt,
+                full_text=f"User: {prompt}\n\nAssistant: {answer}\n\nUser (next): {reaction}",
+                title=secret.text if place == "title" else "Ingress 502",
+            )
+            for budget in (60, 400, 4000):
+                block = turn_block(stored, budget)
+                assert secret.leaked_in(block) is None, (secret.name, place, budget, block)

@@ -3,6 +3,10 @@
 Written as facts about past sessions (Claude Code's docs advise against text that reads like out-of-band
 instructions), one block per turn: a header with date, project, title, session id and `[Subagent: id]`,
 then the prompt, the end of the answer, the user's reaction and the files touched.
+
+Secrets are redacted before any cut (a cut could halve one past recognition): what is injected goes to the
+model provider of the session asking, which may not be the one the secret was pasted to (a key given to
+Codex must not reach Anthropic because a Claude Code prompt recalled that turn).
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from memex.redact import redact
 from memex.search.recall import Recalled
 from memex.textutil import estimate_tokens, plain_title, short_id, token_spans
 
@@ -75,7 +80,7 @@ def header(turn: dict[str, Any], *, project: bool = True) -> str:
     if project and turn.get("project_dir"):
         parts.append(turn["project_dir"].rstrip("/").rsplit("/", 1)[-1])
     if turn.get("title"):
-        parts.append(f'"{head_tokens(plain_title(turn["title"]), 16)}"')
+        parts.append(f'"{head_tokens(plain_title(redact(turn["title"])[0]), 16)}"')
     parts.append(f"session {short_id(turn['session_id'])}")
     text = " · ".join(parts)
     if turn.get("agent_id"):
@@ -85,7 +90,7 @@ def header(turn: dict[str, Any], *, project: bool = True) -> str:
 
 def turn_block(turn: dict[str, Any], budget: int, *, project: bool = True, prefix: str = "- ") -> str:
     """One turn in about `budget` tokens: header, prompt, end of the answer, reaction, files."""
-    prompt, answer, reaction = turn_parts(turn)
+    prompt, answer, reaction = (redact(part)[0] if part else part for part in turn_parts(turn))
     lines = [prefix + header(turn, project=project)]
     room = budget - estimate_tokens(lines[0])
     label = "Compaction summary" if turn.get("kind") == "compaction" else "User"
