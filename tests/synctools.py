@@ -201,3 +201,14 @@ def settle(*computers: Computer, passes: int = 200) -> None:
         if not busy:
             return
     raise AssertionError("the daemons never settled")
+
+
+def slay_shared(computers: Callable[..., Computer], serve_api: bool = False) -> tuple[Computer, Computer]:
+    """alpha holding the slay session (serving its API with `serve_api`), and beta, which received its
+    mirror: the pair most tests across computers start from."""
+    a, b = computers("alpha"), computers("beta")
+    a.add_claude(SLAY, "-Users-chloe-c-slay")
+    a.start(serve_api=serve_api)
+    b.start()
+    settle(a, b)
+    return a, b

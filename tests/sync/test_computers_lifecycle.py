@@ -6,17 +6,13 @@ import json
 
 import redis
 
-from synctools import SLAY, settle
+from synctools import SLAY, settle, slay_shared
 
 SLAY_ID = SLAY.stem
 
 
 def test_a_renamed_computer_keeps_its_sessions_and_publishes_them_under_the_new_name(computers) -> None:
-    a, b = computers("alpha"), computers("beta")
-    a.add_claude(SLAY, "-Users-chloe-c-slay")
-    a.start()
-    b.start()
-    settle(a, b)
+    a, b = slay_shared(computers)
     assert SLAY_ID in b.mirrors("alpha")
     a.stop()
     a.env["MEMEX_COMPUTER"] = a.name = "alpha2"  # the user changed the `computer` setting
@@ -73,11 +69,7 @@ def test_forgetting_a_retired_computer_drops_its_mirrors_everywhere(computers, r
 def test_a_forgetting_asked_before_a_rename_is_published_under_the_new_name(computers) -> None:
     """A session forgotten while Redis was unreachable waits to be published; once the computer was renamed,
     it was waiting for a computer of the old name, which never comes: the others kept the session."""
-    a, b = computers("alpha"), computers("beta")
-    a.add_claude(SLAY, "-Users-chloe-c-slay")
-    a.start()
-    b.start()
-    settle(a, b)
+    a, b = slay_shared(computers)
     assert SLAY_ID in b.mirrors("alpha")
     a.stop()
     url = a.env["MEMEX_REDIS_URL"]

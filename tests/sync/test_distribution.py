@@ -11,7 +11,7 @@ import redis
 from memex.store.db import connect, transaction
 from memex.sync.inbox import apply_payloads
 from memex.sync.keys import Keys
-from synctools import CODEX_SHORT, GEMINI_LEGACY, HILLVIEW, SLAY, settle
+from synctools import CODEX_SHORT, GEMINI_LEGACY, HILLVIEW, SLAY, settle, slay_shared
 from transcripts import ClaudeSession, simple_turn
 
 SLAY_ID = SLAY.stem
@@ -24,11 +24,7 @@ def search(computer, *words: str) -> list[dict]:
 
 
 def test_a_session_ingested_on_a_is_searchable_on_b(computers) -> None:
-    a, b = computers("alpha"), computers("beta")
-    a.add_claude(SLAY, "-Users-chloe-c-slay")
-    a.start()
-    b.start()
-    settle(a, b)
+    _, b = slay_shared(computers)
     hits = search(b, "slay")
     mine = [h for h in hits if h["session_id"] == SLAY_ID]
     assert mine and mine[0]["source"] == "mirror" and mine[0]["computer"] == "alpha"
@@ -139,11 +135,7 @@ def test_a_computer_away_longer_than_the_stream_keeps_catches_up(computers, redi
 
 
 def test_duplicate_deliveries_are_idempotent(computers, redis_url: str, prefix: str) -> None:
-    a, b = computers("alpha"), computers("beta")
-    a.add_claude(SLAY, "-Users-chloe-c-slay")
-    a.start()
-    b.start()
-    settle(a, b)
+    _, b = slay_shared(computers)
     before = b.mirrors()
     keys = Keys(prefix)
     client = redis.Redis.from_url(redis_url)
@@ -198,11 +190,7 @@ def test_unreadable_entries_are_skipped_and_acknowledged(computers, redis_url: s
 
 def test_stored_mirrors_survive_a_local_rebuild_of_the_row(computers) -> None:
     """A received mirror is a row like any other: a transaction on B's store sees it whole."""
-    a, b = computers("alpha"), computers("beta")
-    a.add_claude(SLAY, "-Users-chloe-c-slay")
-    a.start()
-    b.start()
-    settle(a, b)
+    _, b = slay_shared(computers)
     conn = connect(b.config.db_path)
     with transaction(conn):
         row = conn.execute("SELECT metadata FROM mirrors WHERE computer = 'alpha'").fetchone()

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from memex.cli.main import cli
 from memex.store.db import connect
-from synctools import SLAY, free_port, settle
+from synctools import SLAY, free_port, settle, slay_shared
 
 SLAY_ID = SLAY.stem
 HILLVIEW = SLAY.parents[2] / "hillview" / "-home-jenkins-Personal-AI-Infrastructure"
@@ -33,11 +33,7 @@ def _sessions(computer) -> set[str]:
 
 
 def test_the_other_computers_drop_their_mirrors_and_a_late_joiner_never_gets_them(computers) -> None:
-    a, b = computers("alpha"), computers("beta")
-    a.add_claude(SLAY, "-Users-chloe-c-slay")
-    a.start()
-    b.start()
-    settle(a, b)
+    a, b = slay_shared(computers)
     assert SLAY_ID in b.mirrors("alpha")
     report = _forget(a, SLAY_ID[:8])
     assert report["sessions"] == 1 and report["published"] == 1 and report["note"] is None
@@ -71,11 +67,7 @@ def test_a_computer_that_was_away_learns_of_it_after_the_stream_entry_is_gone(co
 
 
 def test_forgetting_another_computers_session_makes_it_forget_it(computers) -> None:
-    a, b = computers("alpha"), computers("beta")
-    a.add_claude(SLAY, "-Users-chloe-c-slay")
-    a.start()
-    b.start()
-    settle(a, b)
+    a, b = slay_shared(computers)
     report = _forget(b, SLAY_ID[:8])  # asked on beta, which only holds alpha's mirror
     assert report["forgotten"][0]["computer"] == "alpha" and not report["forgotten"][0]["local"]
     assert SLAY_ID not in b.mirrors()
@@ -87,11 +79,7 @@ def test_forgetting_another_computers_session_makes_it_forget_it(computers) -> N
 
 
 def test_redis_away_the_daemon_tells_the_others_later(computers) -> None:
-    a, b = computers("alpha"), computers("beta")
-    a.add_claude(SLAY, "-Users-chloe-c-slay")
-    a.start()
-    b.start()
-    settle(a, b)
+    a, b = slay_shared(computers)
     report = _forget(a, SLAY_ID[:8], MEMEX_REDIS_URL=f"redis://127.0.0.1:{free_port()}/0")
     assert report["published"] == 0 and "unreachable" in report["note"]
     assert SLAY_ID in b.mirrors()

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from synctools import SLAY, Computer, free_port, settle
+from synctools import SLAY, Computer, free_port, slay_shared
 
 SLAY_ID = SLAY.stem
 
@@ -15,12 +15,7 @@ SLAY_ID = SLAY.stem
 @pytest.fixture
 def pair(computers) -> tuple[Computer, Computer]:
     """alpha holds the slay session and serves its API; beta has received its mirror."""
-    a, b = computers("alpha"), computers("beta")
-    a.add_claude(SLAY, "-Users-chloe-c-slay")
-    a.start(serve_api=True)
-    b.start()
-    settle(a, b)
-    return a, b
+    return slay_shared(computers, serve_api=True)
 
 
 def test_search_on_another_computer(pair: tuple[Computer, Computer]) -> None:
