@@ -205,24 +205,9 @@ def check_cleanup(config: Config, conn: sqlite3.Connection | None) -> Check:
     )
 
 
-def _still_to_copy(sources: list[tuple[str, str]]) -> int:
-    """How many of the pending streams' transcripts are still there to copy (a session in an agent's
-    database: still in it); one deleted before it was copied cannot be, and is no work for `memex index`."""
-    from memex.sources import fingerprint
-    from memex.sources.model import Transcript
-
-    count = 0
-    for agent, path in sources:
-        try:
-            fingerprint(Transcript(Path(path), agent, ""))
-        except (OSError, sqlite3.Error, KeyError):
-            continue
-        count += 1
-    return count
-
-
 def check_archive(config: Config, conn: sqlite3.Connection | None) -> Check:
     from memex.archive.copies import archive_root
+    from memex.archive.reader import source_exists
     from memex.store.archive import archive_rows, archive_statistics, pending_sources
 
     if conn is None:
@@ -234,7 +219,8 @@ def check_archive(config: Config, conn: sqlite3.Connection | None) -> Check:
         path = root / row.archive_path
         if not path.is_file() or path.stat().st_size < row.stored_bytes:
             damaged.append(row.archive_path)
-    uncopied = _still_to_copy(pending_sources(conn))
+    # A pending transcript deleted before it was copied cannot be: it is no work for `memex index`.
+    uncopied = sum(source_exists(agent, path) for agent, path in pending_sources(conn))
     detail = (
         f"{stats['archived_transcripts']} transcripts, {_mib(stats['archive_bytes'])} for "
         f"{_mib(stats['archived_transcript_bytes'])} (ratio {stats['archive_ratio'] or '—'}), "

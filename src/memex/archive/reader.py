@@ -183,13 +183,12 @@ def _in_database(row: ArchiveRow) -> bool:
     return is_synthetic(Transcript(Path(row.source_path), row.agent, row.session_id))
 
 
-def _source_exists(row: ArchiveRow) -> bool:
-    """Whether the copy's source is still where it was read (a session kept in a database: still in it)."""
-    if not _in_database(row):
-        return os.path.exists(row.source_path)
+def source_exists(agent: str, path: str) -> bool:
+    """Whether `agent`'s transcript is still where it was read: its file, or (a session kept in a database)
+    its records in that database."""
     try:
-        fingerprint(Transcript(Path(row.source_path), row.agent, row.session_id))
-    except (OSError, sqlite3.Error):
+        fingerprint(Transcript(Path(path), agent, ""))
+    except (OSError, sqlite3.Error, KeyError):  # KeyError: an agent this memex no longer reads
         return False
     return True
 
@@ -218,7 +217,7 @@ def archived_sources(
     live = {str(t.path) for t in present}  # found on disk just now: no need to look again
     forgotten = forgotten_sessions(conn)
     outside = [row for row in archive_rows(conn, outside=unchanged or live) if row.source_path not in live]
-    missing = [row for row in outside if not _source_exists(row)]
+    missing = [row for row in outside if not source_exists(row.agent, row.source_path)]
     gone = [row for row in missing if row.source_gone_at is None]
     if gone:
         with transaction(conn):
