@@ -281,9 +281,11 @@ def main() -> None:
         stop, stop_inner = bench_stop(home, paths, writer, args.runs, cold_env)
         cases = prompts(home, args.runs, random.Random(11))
         console.print("UserPromptSubmit, cold (no warm server) and warm (through it), alternating …", style="dim")
-        warm.spawn(config)
+        # The server gets the warm hooks' settings (a server started with others would answer them `stale`).
+        warm_config = load_config(warm_env)
+        warm.spawn(warm_config, warm_env)
         deadline = time.monotonic() + 30
-        while warm.ask(config, "ping", {}).answer is None:
+        while warm.ask(warm_config, "ping", {}).answer is None:
             if time.monotonic() > deadline:
                 raise SystemExit("the warm server did not start")
             time.sleep(0.1)
@@ -291,7 +293,7 @@ def main() -> None:
         try:
             prompt_runs = bench_prompts(home, cases, {"cold": cold_env, "warm": warm_env})
         finally:
-            warm.ask(config, "shutdown", {})
+            warm.ask(warm_config, "shutdown", {})
         console.print("PreToolUse (Read) …", style="dim")
         pre_tool = bench_pre_tool(home, args.runs, cold_env)
     finally:

@@ -215,6 +215,20 @@ def base_vectors(passages: list[str]) -> np.ndarray:
     return np.fromfile(base_file, dtype="<f4").reshape(-1, 384)
 
 
+def store_and_queries(turns: int, asked: str, count: int) -> tuple[Path, list[str]]:
+    """The bench store of `turns` turns (built once, its vectors re-stamped after a recipe change) and `count`
+    queries drawn from real prompts, or LoCoMo's questions when `asked` is "questions"."""
+    passages, prompts = real_texts()
+    home = CACHE / f"store-{turns}"
+    if (home / "memex.db").exists():
+        restamp(load_config({"MEMEX_HOME": str(home), "MEMEX_COMPUTER": "bench"}))
+    else:
+        build_store(home, turns, 3, base_vectors(passages), vocabulary())
+    if asked == "questions":
+        prompts = [qa["question"] for conversation in orjson.loads(LOCOMO.read_bytes()) for qa in conversation["qa"]]
+    return home, random.Random(2).sample(prompts, min(count, len(prompts)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--turns", type=int, default=100_000)
@@ -229,15 +243,7 @@ def main() -> None:
         serve_api()
         return
     precompile()  # as an installed package is: no process compiles its imports
-    passages, prompts = real_texts()
-    home = CACHE / f"store-{args.turns}"
-    if (home / "memex.db").exists():
-        restamp(load_config({"MEMEX_HOME": str(home), "MEMEX_COMPUTER": "bench"}))
-    else:
-        build_store(home, args.turns, 3, base_vectors(passages), vocabulary())
-    if args.asked == "questions":
-        prompts = [qa["question"] for conversation in orjson.loads(LOCOMO.read_bytes()) for qa in conversation["qa"]]
-    chosen = random.Random(2).sample(prompts, min(args.queries, len(prompts)))
+    home, chosen = store_and_queries(args.turns, args.asked, args.queries)
     load = os.getloadavg()[0]
     table = Table(
         title=f"Hybrid query latency, {args.turns:,} turns, {args.asked} asked: wall ms p50 / p95 "

@@ -4,6 +4,9 @@
     uv run python bench/walk.py --files 2000 --runs 3
     uv run python bench/walk.py --instructions     # also the user-space instructions, by valgrind
 
+The last row names the grown transcript (`memex index PATH`, what the Stop hook does and what a peer that
+re-indexes "the one file" does): no folder is walked.
+
 Writes `--files` small Claude Code transcripts (two turns each, 100 per project folder) into
 bench/.cache/walk-<files> and backfills them once (cached); then runs `memex index --no-embed` as a new
 process: with nothing changed, and after one turn was appended to one transcript. CPU is the process's
@@ -43,7 +46,7 @@ def line(kind: str, session: str, n: int, text: str, cwd: str) -> str:
     content = text if kind == "user" else [{"type": "text", "text": text}]
     message = {"role": role, "content": content}
     if kind == "assistant":
-        message["id"] = f"msg_{session[:8]}_{n}"
+        message["id"] = f"msg_{session[-12:]}_{n}"  # unique per session, as real response ids are
     record = {
         "parentUuid": None,
         "isSidechain": False,
@@ -184,6 +187,8 @@ def main() -> None:
     cpu_of(index, env)
     measure("`memex index`, nothing changed", index)
     measure("`memex index`, one transcript grew by a turn", index, append_one)
+    # What the Stop hook and a peer's re-index do: the one file is named, no folder is walked.
+    measure("`memex index PATH`, the grown transcript named", [*index, str(changed)], append_one)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     table = Table(
         title=f"Incremental `memex index` over {args.files:,} transcripts (median of {args.runs} runs; "

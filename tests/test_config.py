@@ -162,3 +162,24 @@ def test_the_readme_lists_every_setting_as_config_py_says() -> None:
     assert readme == config_doc.replaced(readme)
     for name in (f.name for f in dataclasses.fields(Config) if f.name != "home"):
         assert f"`{name}`" in readme, name
+
+
+def test_a_config_is_read_only_as_a_frozen_dataclass_is(tmp_path: Path) -> None:
+    """`Config` is not made frozen by `dataclass` (that writes methods at every start) but forbids assigning
+    and deleting itself: a copy with other values is `dataclasses.replace`'s, and pickles and copies keep it."""
+    import copy
+    import pickle
+
+    config = Config(home=tmp_path)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.search_rrf_k = 1  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.no_such_setting = 1  # type: ignore[attr-defined]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del config.home
+    changed = dataclasses.replace(config, search_rrf_k=7)
+    assert changed.search_rrf_k == 7 and config.search_rrf_k != 7 and changed.home == tmp_path
+    for clone in (pickle.loads(pickle.dumps(changed)), copy.deepcopy(changed), copy.copy(changed)):
+        assert clone == changed and hash(clone) == hash(changed)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            clone.search_rrf_k = 1  # type: ignore[misc]

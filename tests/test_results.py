@@ -22,4 +22,5 @@ def test_a_session_summary_with_defaults_is_its_json() -> None:
     summary = SessionSummary("s1", "claude", "box", "/p", "T", "2026-01-01", None, None, 3, 0, [7])
     assert summary == SessionSummary("s1", "claude", "box", "/p", "T", "2026-01-01", None, None, 3, 0, [7])
     assert summary.to_json()["prs"] == [7] and summary.to_json()["source"] == "local"
-    assert "prs=[7], source='local')" in repr(summary)
+    assert summary.to_json()["subagent_names"] == []
+    assert "prs=[7], source='local', subagent_names=[])" in repr(summary)

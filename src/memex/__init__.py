@@ -1,6 +1,6 @@
 """memex: recall for AI coding agents.
 
-The library's face is `Memex` (`memex.api`); its filters are `Filters` and its results the dataclasses of
+The library's face is `Memex` (`memex.api`); its filters are `Filters` and its results the records of
 `memex.results`. They are imported on first use, so `memex --version` and the hooks stay fast.
 """
 

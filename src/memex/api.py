@@ -20,13 +20,13 @@ import itertools
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from memex.config import Config, load_config
 from memex.errors import UserError
+from memex.plain import Record
 from memex.store.queries import Filters
 
 if TYPE_CHECKING:
@@ -47,21 +47,42 @@ if TYPE_CHECKING:
 ProgressFn = Callable[[str, int, int | None], None]
 
 
-@dataclass
-class Discovery:
+class Discovery(Record):
     """The transcripts an index run will read: found under `roots`, passed over (`skipped`: unreadable),
     or given by hand and claimed by no agent (`refused`)."""
 
+    __slots__ = ("defaults", "known", "refused", "roots", "seconds", "skipped", "transcripts", "unchanged")
+
     roots: dict[str, list[Path]]
     transcripts: list[Transcript]
-    skipped: list[Skipped] = field(default_factory=list)
-    refused: list[Skipped] = field(default_factory=list)
-    defaults: bool = False  # found in the agents' default folders (no paths given)
+    skipped: list[Skipped]
+    refused: list[Skipped]
+    defaults: bool  # found in the agents' default folders (no paths given)
     # Paths of the transcripts found as the store holds them (never read), and what the store holds.
-    unchanged: set[str] = field(default_factory=set)
-    known: dict[str, StoredStream] | None = None
+    unchanged: set[str]
+    known: dict[str, StoredStream] | None
     # How long finding them took: with nothing changed, most of a run (every file is stat'ed here).
-    seconds: float = 0.0
+    seconds: float
+
+    def __init__(
+        self,
+        roots: dict[str, list[Path]],
+        transcripts: list[Transcript],
+        skipped: list[Skipped] | None = None,
+        refused: list[Skipped] | None = None,
+        defaults: bool = False,
+        unchanged: set[str] | None = None,
+        known: dict[str, StoredStream] | None = None,
+        seconds: float = 0.0,
+    ) -> None:
+        self.roots = roots
+        self.transcripts = transcripts
+        self.skipped = [] if skipped is None else skipped
+        self.refused = [] if refused is None else refused
+        self.defaults = defaults
+        self.unchanged = set() if unchanged is None else unchanged
+        self.known = known
+        self.seconds = seconds
 
     @property
     def total_bytes(self) -> int:
@@ -121,7 +142,7 @@ class Memex:
         is given; only those of `agents` (default: every agent). With a store, the files it holds at their
         very size and time go to `unchanged` instead (only stat'ed: `memex.sources.files.Sieve`)."""
         from memex.ingest.indexer import default_roots, discover, sieve_known
-        from memex.ingest.state import stored_streams
+        from memex.ingest.state import stored_streams, stored_streams_at
         from memex.sources import ADAPTERS
         from memex.sources.files import Skipped, safe_resolve
 
@@ -132,12 +153,23 @@ class Memex:
         else:
             roots = default_roots(self.config, chosen)
         skipped: list[Skipped] = []
-        # What the store holds: the files found as it holds them are counted, never read.
         conn = self._existing_conn()
-        known = stored_streams(conn) if conn is not None else None
         unchanged: set[str] = set()
-        sieve = sieve_known(conn, known, bool(self.config.archive_enabled)) if conn is not None and known else None
-        transcripts = discover(roots, skipped, sieve, unchanged)
+        if paths and not any(p.is_dir() for p in paths):
+            # Files named (the Stop hook's, a re-index of one file): only their rows are read, by path; a
+            # walk over the whole store's rows would cost more than reading the files.
+            transcripts = discover(roots, skipped)
+            known = stored_streams_at(conn, _stream_paths(transcripts)) if conn is not None else None
+        else:
+            # What the store holds: the files found as it holds them are counted, never read.
+            known = stored_streams(conn) if conn is not None else None
+            archive = bool(self.config.archive_enabled)
+            if archive and conn is not None and known and self.writable:
+                from memex.archive.reader import mark_lost_copies
+
+                mark_lost_copies(conn, self.config)  # before the sieve: their transcripts are read to copy them
+            sieve = sieve_known(conn, known, archive) if conn is not None and known else None
+            transcripts = discover(roots, skipped, sieve, unchanged)
         found = Discovery(roots, transcripts, skipped, [], defaults=not paths, unchanged=unchanged, known=known)
         found.seconds = time.perf_counter() - started
         # The files given by hand that no agent claimed (and that were not passed over as unreadable).
@@ -162,7 +194,6 @@ class Memex:
         """Ingest what `found` lists (default: every agent's default folders) incrementally: re-running reads
         only what changed. A file that fails is reported and the others are indexed; StoreError when the
         store cannot be written (what was indexed so far is kept)."""
-        from memex.archive.reader import archived_sources
         from memex.errors import StoreError
         from memex.ingest.indexer import discover, index_transcripts
         from memex.sources.locations import PROJECT_AGENTS, project_roots
@@ -171,11 +202,11 @@ class Memex:
         found = found or self.discover()
         # Over the default folders: also the transcripts the agents deleted whose archived copies must be
         # parsed again (a rebuilt store).
-        restoring: contextlib.AbstractContextManager[list[Transcript]] = (
-            archived_sources(self.conn, self.config, list(found.roots), found.transcripts, found.unchanged)
-            if found.defaults
-            else contextlib.nullcontext([])
-        )
+        restoring: contextlib.AbstractContextManager[list[Transcript]] = contextlib.nullcontext([])
+        if found.defaults:  # the archive's reader (and the forgetting's queries) only then
+            from memex.archive.reader import archived_sources
+
+            restoring = archived_sources(self.conn, self.config, list(found.roots), found.transcripts, found.unchanged)
         try:
             with restoring as restored:
                 report = index_transcripts(
@@ -293,16 +324,18 @@ class Memex:
                 raise UserError("--file and --pr are not available with --computer")
             conn = self._existing_conn()
             if computer == self.config.computer and conn is not None:  # this computer: no need for its daemon
-                hits = self.local_search(query, filters, limit, redacted=False, scope=scope, role=role)
-                return SearchResults(hits)
+                hits, notes = self._local_search(query, filters, limit, False, scope, role)
+                return SearchResults(hits, notes=notes)
             from memex.sync.remote import remote_search
 
-            found = remote_search(self.config, computer, conn, query, filters, limit, scope=scope, role=role)
+            answer = remote_search(self.config, computer, conn, query, filters, limit, scope=scope, role=role)
+            found = answer.get("results") or []
             if scope == "tools" and any(hit.get("source") != "tool" for hit in found):
                 raise UserError(f"the memex of {computer} cannot search tool output (it is older): upgrade it")
-            return SearchResults([SearchHit.from_json(hit) for hit in found])
+            notes = [f"{computer}: {note}" for note in answer.get("notes") or [] if isinstance(note, str)]
+            return SearchResults([SearchHit.from_json(hit) for hit in found], notes=notes)
         if filters.session:  # one session: a prefix matching none or several is a mistake to report
-            filters = _replace(filters, session=self.resolve_session(filters.session, filters.agent))
+            filters = filters.replace(session=self.resolve_session(filters.session, filters.agent))
         if scope == "tools" or role:
             rows = _scoped_search(self.conn, query, filters, limit, per_session, scope, role)
             return SearchResults([SearchHit.from_json(row) for row in rows], "lexical", [])
@@ -315,26 +348,22 @@ class Memex:
         hits = [SearchHit.from_json(row) for row in results]
         return SearchResults(hits, outcome.mode, outcome.levels, outcome.notes)
 
-    def local_search(
-        self,
-        query: str,
-        filters: Filters,
-        limit: int,
-        *,
-        redacted: bool = True,
-        scope: str = "conversation",
-        role: str | None = None,
-    ) -> list[SearchHit]:
-        """This computer's own sessions matching `query` (others' mirrors left out); `redacted`: fit to leave
-        this computer (each piece redacted as part of its whole). `scope` and `role` as for `search`."""
+    def _local_search(
+        self, query: str, filters: Filters, limit: int, redacted: bool, scope: str, role: str | None
+    ) -> tuple[list[SearchHit], list[str]]:
+        """This computer's own sessions matching `query` (others' mirrors left out), and what the search has
+        to say of how it searched (no model, no vectors yet); `redacted`: fit to leave this computer (each
+        piece redacted as part of its whole). `scope` and `role` as for `search`."""
         from memex.results import SearchHit
         from memex.search.hybrid import hybrid_search
 
         _check_scope(scope, role, "hybrid", None)
+        notes: list[str] = []
         if scope == "tools" or role:
             found = _scoped_search(self.conn, query, filters, limit, 1, scope, role)
         else:
-            found = hybrid_search(self.conn, self.config, query, filters, limit, local_only=True).results
+            outcome = hybrid_search(self.conn, self.config, query, filters, limit, local_only=True)
+            found, notes = outcome.results, outcome.notes
             if scope == "all":
                 found = self._with_tool_output(found, query, filters, limit, 1, limit)
         rows = [hit for hit in found if hit["computer"] == self.config.computer][:limit]
@@ -342,7 +371,7 @@ class Memex:
             from memex.sync.outbound import redacted_hit
 
             rows = [redacted_hit(self.conn, hit, query) for hit in rows]
-        return [SearchHit.from_json(row) for row in rows]
+        return [SearchHit.from_json(row) for row in rows], notes
 
     def _with_tool_output(
         self, results: list[dict[str, Any]], query: str, filters: Filters, limit: int, per_session: int, keep: int
@@ -360,7 +389,7 @@ class Memex:
         """What this computer answers another's `search --computer` (`GET /v1/search`)."""
         from memex.results import ComputerSearch
 
-        return ComputerSearch(self.config.computer, self.local_search(query, filters, limit, scope=scope, role=role))
+        return ComputerSearch(self.config.computer, *self._local_search(query, filters, limit, True, scope, role))
 
     def recall(
         self, prompt: str, *, session_id: str | None = None, project_dir: str | None = None, semantic: bool = False
@@ -742,12 +771,6 @@ def _scoped_search(
     return search_role(conn, query, filters, role, limit, per_session)
 
 
-def _replace(filters: Filters, **changes: Any) -> Filters:
-    import dataclasses
-
-    return dataclasses.replace(filters, **changes)
-
-
 def _mirror_info(mirror: Mirror) -> dict[str, Any]:
     """What is known of a session seen only through its mirror, in the shape of a session row."""
     return {
@@ -767,7 +790,7 @@ def _mirror_json(mirror: Mirror) -> dict[str, Any]:
     """A mirror as `show --json` gives it: its fields, its metadata (less the message offsets) and its
     messages."""
     metadata = {k: v for k, v in mirror.metadata.items() if k != "messages"}
-    fields = {k: v for k, v in vars(mirror).items() if k not in ("conversation_text", "metadata")}
+    fields = {k: v for k, v in mirror.as_dict().items() if k not in ("conversation_text", "metadata")}
     return {**fields, "metadata": metadata, "messages": mirror.messages()}
 
 
@@ -781,3 +804,8 @@ def _size(path: Path) -> int:
 def _reader_blocks(reader: ArchiveReader) -> Iterator[bytes]:
     with reader:
         yield from iter(lambda: reader.read(1 << 16), b"")
+
+
+def _stream_paths(transcripts: Sequence[Transcript]) -> list[str]:
+    """The paths a store may hold these transcripts' streams under (their own, and their aliases')."""
+    return [str(p) for t in transcripts for p in (t.path, *t.aliases)]

@@ -47,9 +47,16 @@ def forget_computer(conn: sqlite3.Connection, config: Config, name: str) -> int:
     return dropped
 
 
-def apply_computer_forget(conn: sqlite3.Connection, config: Config, name: str) -> bool:
-    """Apply another computer's forgetting of computer `name` (never this one); True when mirrors went."""
+def apply_computer_forget(conn: sqlite3.Connection, config: Config, name: str, forgotten_at: str = "") -> bool:
+    """Apply another computer's forgetting of computer `name`; True when something changed here.
+
+    This computer itself was retired while its daemon was off, and it is back: the others dropped every
+    mirror it had published before `forgotten_at`, so those are published again (without it they would stay
+    unknown there until each session changed). Applying it twice changes nothing the second time."""
     if name == config.computer:
-        return False
+        if not forgotten_at:
+            return False
+        with transaction(conn):
+            return queries.unpublish_before(conn, forgotten_at) > 0
     with transaction(conn):
         return queries.drop_computer(conn, name) > 0

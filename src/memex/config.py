@@ -11,9 +11,19 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memex.errors import ConfigError
+
+if TYPE_CHECKING:
+    from dataclasses import dataclass as _settings_dataclass  # mypy sees the classes frozen
+else:
+
+    def _settings_dataclass(*, frozen: bool, **options: Any) -> Callable[[type], type]:
+        """`dataclass` without `frozen`, which writes a `__setattr__` and `__delattr__` into each of the
+        eight classes at every start (18 M instructions): `Config` forbids both itself."""
+        return dataclass(**options)
+
 
 DEFAULT_HOME = Path("~/.local/share/memex")
 # Version of the recipes that turn chunks, turns and sessions into the texts that get embedded
@@ -24,7 +34,9 @@ EMBED_TEXT_VERSION = 2
 # Version of the recipe that turns a file path into the text its resource vector is computed from, and of
 # the rules saying which mentions count (memex.related.resources). Bump it when either changes:
 # every path is then re-embedded, and every centroid recomputed, lazily on the next `memex find-related`.
-RESOURCE_TEXT_VERSION = 1
+# 2: Cursor's `list_dir` (a folder) does not count. 3: nor OpenCode's list, Pi's ls and find, Cline's and Roo
+# Code's list_files, search_files and list_code_definition_names.
+RESOURCE_TEXT_VERSION = 3
 # A mirror's conversation is stored and full-text indexed in segments of at least this many characters
 # (each ends at the first paragraph break after that), so an ingest that adds a turn rewrites and re-indexes
 # only the last segment or two instead of the whole conversation (FTS5 re-indexes a document whole: 6 ms
@@ -44,7 +56,7 @@ def _hostname() -> str:
         return socket.gethostname()
 
 
-@dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)  # see Config
+@_settings_dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)  # see Config
 class IndexSettings:
     """Where transcripts are, how they are cut into chunks, and how the store is written (memex.ingest)."""
 
@@ -103,7 +115,7 @@ class IndexSettings:
     archive_level: int = 6
 
 
-@dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)  # see Config
+@_settings_dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)  # see Config
 class EmbedSettings:
     """Embeddings: the model, its queue and what each vector reads (memex.embed)."""
 
@@ -151,7 +163,7 @@ class EmbedSettings:
     summary_llm_key_env: str = "MEMEX_SUMMARY_LLM_KEY"
 
 
-@dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)  # see Config
+@_settings_dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)  # see Config
 class SearchSettings:
     """Hybrid search (memex.search)."""
 
@@ -175,7 +187,7 @@ class SearchSettings:
     search_rerank_candidates: int = 10_000
 
 
-@dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)  # see Config
+@_settings_dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)  # see Config
 class RelatedSettings:
     """find-related: access patterns (memex.related)."""
 
@@ -212,7 +224,7 @@ class RelatedSettings:
     related_refresh_batch_sessions: int = 500
 
 
-@dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)  # see Config
+@_settings_dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)  # see Config
 class RecallSettings:
     """Recall at UserPromptSubmit: what a prompt's recall may inject, and its relevance floor."""
 
@@ -244,7 +256,7 @@ class RecallSettings:
     recall_common_term_pct: int = 5
 
 
-@dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)  # see Config
+@_settings_dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)  # see Config
 class HooksSettings:
     """Claude Code hooks (memex.hooks) and the warm recall server."""
 
@@ -294,7 +306,7 @@ class HooksSettings:
     warm_read_timeout_ms: int = 2_500
 
 
-@dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)  # see Config
+@_settings_dataclass(frozen=True, kw_only=True, init=False, repr=False, eq=False)  # see Config
 class SyncSettings:
     """Between computers: `memex daemon`, Redis and the HTTP API (memex.sync)."""
 
@@ -356,7 +368,7 @@ SECTIONS: dict[str, type] = {
 }
 
 
-@dataclass(frozen=True, kw_only=True, repr=False, eq=False)
+@_settings_dataclass(frozen=True, kw_only=True, repr=False, eq=False)
 class Config(
     IndexSettings, EmbedSettings, SearchSettings, RelatedSettings, RecallSettings, HooksSettings, SyncSettings
 ):
@@ -381,6 +393,16 @@ class Config(
 
     def __repr__(self) -> str:
         return f"Config({', '.join(f'{f.name}={getattr(self, f.name)!r}' for f in dataclasses.fields(self))})"
+
+    if not TYPE_CHECKING:  # read-only as a frozen dataclass is (mypy checks that from the decorator)
+
+        def __setattr__(self, name: str, value: object) -> None:
+            if name in self.__dict__ or name not in self.__dataclass_fields__:  # set by __init__ only
+                raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+            object.__setattr__(self, name, value)
+
+        def __delattr__(self, name: str) -> None:
+            raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
 
     @property
     def model_version(self) -> str:

@@ -2,9 +2,9 @@
 
 Checks: the store (opens, schema, integrity), the Claude Code hooks, the warm server, the daemon, Redis
 and what waits to be published, the archive (copies missing or damaged), disk use, local sessions left
-under an old computer name, agent folder settings naming no folder, and the agents' own cleanup: Claude
-Code deletes transcripts older than `cleanupPeriodDays` (30 by default), so a transcript about to go that
-memex has no full copy of is named.
+under an old computer name, agent folder settings naming no folder, an embedding model memex does not
+know, and the agents' own cleanup: Claude Code deletes transcripts older than `cleanupPeriodDays` (30 by
+default), so a transcript about to go that memex has no full copy of is named.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def _mib(size: int) -> str:
 
 def check_store(config: Config) -> tuple[Check, sqlite3.Connection | None]:
     from memex.errors import MemexError
-    from memex.store.db import connect_readonly, integrity
+    from memex.store.db import connect_readonly, integrity, store_writable
     from memex.store.queries import session_count
 
     if not config.db_path.exists():
@@ -73,7 +73,16 @@ def check_store(config: Config) -> tuple[Check, sqlite3.Connection | None]:
         return Check("store", "fail", str(exc), "move the database aside and run `memex index` to rebuild it"), None
     if verdict != "ok":
         return Check("store", "fail", f"integrity check: {verdict}", "rebuild: move it aside, `memex index`"), conn
-    return Check("store", "ok", f"{config.db_path} ({_mib(_size(config.db_path))}, {sessions} sessions)"), conn
+    detail = f"{config.db_path} ({_mib(_size(config.db_path))}, {sessions} sessions)"
+    if not store_writable(config.db_path):
+        # Reads work, but the hooks, `memex index` and the daemon cannot add a session: say so here.
+        return Check(
+            "store",
+            "warn",
+            f"{detail} is read-only: searches read it, but no hook, `memex index` or daemon can add sessions",
+            f"make {config.home} writable by this user (its permissions, or the mount)",
+        ), conn
+    return Check("store", "ok", detail), conn
 
 
 def check_hooks() -> Check:
@@ -121,12 +130,11 @@ def check_warm(config: Config) -> Check:
 
 
 def check_daemon(config: Config) -> Check:
+    from memex.pids import live_pid
     from memex.signals import PID_FILE
 
-    try:
-        pid = int((config.home / PID_FILE).read_text().strip())
-        os.kill(pid, 0)
-    except (OSError, ValueError):
+    pid = live_pid(config.home / PID_FILE)
+    if pid is None:
         return Check("daemon", "info", "not running", "`memex daemon` shares mirrors and keeps the index live")
     return Check("daemon", "ok", f"running (pid {pid})")
 
@@ -207,18 +215,14 @@ def check_cleanup(config: Config, conn: sqlite3.Connection | None) -> Check:
 
 def check_archive(config: Config, conn: sqlite3.Connection | None) -> Check:
     from memex.archive.copies import archive_root
-    from memex.archive.reader import source_exists
-    from memex.store.archive import archive_rows, archive_statistics, pending_sources
+    from memex.archive.reader import lost_copies, source_exists
+    from memex.store.archive import archive_statistics, pending_sources
 
     if conn is None:
         return Check("archive", "info", "no store yet")
     stats = archive_statistics(conn)
     root = archive_root(config)
-    damaged = []
-    for row in archive_rows(conn):
-        path = root / row.archive_path
-        if not path.is_file() or path.stat().st_size < row.stored_bytes:
-            damaged.append(row.archive_path)
+    damaged = [row.archive_path for row in lost_copies(conn, root)]
     # A pending transcript deleted before it was copied cannot be: it is no work for `memex index`.
     uncopied = sum(source_exists(agent, path) for agent, path in pending_sources(conn))
     detail = (
@@ -227,7 +231,12 @@ def check_archive(config: Config, conn: sqlite3.Connection | None) -> Check:
         f"{stats['archived_originals_gone']} kept after their agent deleted them"
     )
     if damaged:
-        return Check("archive", "fail", f"{detail}; {len(damaged)} copies missing or cut short: {damaged[0]}")
+        return Check(
+            "archive",
+            "fail",
+            f"{detail}; {len(damaged)} copies missing or cut short: {damaged[0]}",
+            "`memex index` copies again those whose transcript is still on disk",
+        )
     if not config.archive_enabled:
         return Check("archive", "warn", f"turned off (archive_enabled = 0); {detail}", "set archive_enabled = 1")
     if uncopied:
@@ -266,6 +275,18 @@ def check_agent_folders(config: Config) -> Check:
     return Check("agent folders", "ok", "every agent folder set by hand exists (the others are the agents' own)")
 
 
+def check_embed_model(config: Config) -> Check:
+    """The embedding model setting names a model memex has (it is not loaded: that takes a while)."""
+    from memex.embed.model import EmbedderUnavailable, backend_of
+
+    try:
+        backend_of(config)
+    except EmbedderUnavailable as exc:
+        fix = "fix the setting (or remove it for the default): until then search and recall go by words only"
+        return Check("embedding", "warn", str(exc), fix)
+    return Check("embedding", "ok", f"embed_model {config.embed_model!r}")
+
+
 def diagnose(config: Config) -> list[Check]:
     """Every check, in the order the report shows them."""
     store, conn = check_store(config)
@@ -281,6 +302,7 @@ def diagnose(config: Config) -> list[Check]:
             check_disk(config),
             check_computer_name(config, conn),
             check_agent_folders(config),
+            check_embed_model(config),
         ]
     finally:
         if conn is not None:

@@ -97,3 +97,18 @@ class ArchiveCorrupt(MemexError):
 
 class SourceChanged(MemexError, OSError):
     """The transcript shrank while it was copied (it is copied again on the next run)."""
+
+
+def interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C (or the daemon's SIGTERM) that `exc` stands for, if any. A signal's exception is raised
+    wherever the interpreter happens to be, and some places re-raise it as another error: one that lands in
+    a class being created (a module imported on first use) comes out as "RuntimeError: Error calling
+    __set_name__", with the interrupt as its cause. Such an error is an interrupt, not a failure."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None

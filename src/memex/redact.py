@@ -9,37 +9,75 @@ merged, and each merged span is replaced once. A text about to be cut is redacte
 before the cut, never after: a piece of a key that a cut separated from its `BEGIN` line, or the first
 half of a token, is no longer recognisable (`redact_slice`, `clear_cut`).
 
+Secrets in an encoding are found too: a base64 blob is redacted whole when what it decodes to holds a
+secret (a `.env` piped through `base64`, a Kubernetes `.dockerconfigjson`), a base64 value under a name
+that says secret (a Kubernetes Secret's `data:`) when it decodes to text, and URL-encoded or twice
+JSON-escaped assignments like plain ones. Ordinary base64 (images, hashes, key-less text) decodes to
+binary or to text without a secret and stays.
+
 Standard library only, and cheap on text without secrets: each rule lists strings every match contains,
 and a text holding none of them is not searched with that rule.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
-from functools import cached_property
-from typing import NamedTuple
+from collections.abc import Callable, Iterator
+from typing import Final, NamedTuple
+
+from memex.plain import FrozenRecord
 
 
-@dataclass(frozen=True)
-class Rule:
-    kind: str
-    source: str  # the pattern; compiled when first needed (a hook that cuts a title pays for few rules)
+class Rule(FrozenRecord):
+    __slots__ = ("_pattern", "accept", "case_folded_triggers", "groups", "kind", "source", "triggers")
+
+    kind: Final[str]
+    source: Final[str]  # the pattern; compiled when first needed (a hook that cuts a title pays for few rules)
     # The groups that hold the secret, the first that matched is redacted (empty: the whole match).
-    groups: tuple[int, ...] = ()
-    # Every match contains one of these (compared with the case-folded text when the pattern ignores
-    # case): a text without any is skipped without running the pattern, which is what makes redaction
-    # fast (most texts hold no secret). Empty: the rule always runs (its pattern is anchored cheaply).
-    triggers: tuple[str, ...] = ()
+    groups: Final[tuple[int, ...]]
+    # Every match contains one of these, or `accept` takes it only in a text that does (compared with the
+    # case-folded text when the pattern ignores case): a text without any is skipped without running the
+    # pattern, which is what makes redaction fast (most texts hold no secret). Empty: the rule always runs
+    # (its pattern is anchored cheaply).
+    triggers: Final[tuple[str, ...]]
+    # A last check of a match (what a regular expression cannot say: that a blob decodes to a secret, or
+    # what precedes the match); None: every match is a secret.
+    accept: Final[Callable[[re.Match[str]], bool] | None]
+    case_folded_triggers: Final[bool]  # compared with the case-folded text, though the pattern minds case
 
-    @cached_property
+    def __init__(
+        self,
+        kind: str,
+        source: str,
+        groups: tuple[int, ...] = (),
+        triggers: tuple[str, ...] = (),
+        accept: Callable[[re.Match[str]], bool] | None = None,
+        case_folded_triggers: bool = False,
+    ) -> None:
+        self.kind = kind
+        self.source = source
+        self.groups = groups
+        self.triggers = triggers
+        self.accept = accept
+        self.case_folded_triggers = case_folded_triggers
+        self._pattern: re.Pattern[str] | None = None
+
+    @property
     def pattern(self) -> re.Pattern[str]:
-        return re.compile(self.source)
+        if self._pattern is None:
+            self._pattern = re.compile(self.source)
+        return self._pattern
 
     @property
     def ignores_case(self) -> bool:
-        return self.source.startswith("(?i)")
+        """Whether the triggers are compared with the case-folded text."""
+        return self.case_folded_triggers or self.source.startswith("(?i)")
+
+    def folded(self) -> Rule:
+        """This rule with its triggers compared with the case-folded text."""
+        return Rule(self.kind, self.source, self.groups, self.triggers, self.accept, case_folded_triggers=True)
 
 
 class Span(NamedTuple):
@@ -56,16 +94,87 @@ def _rule(kind: str, pattern: str, triggers: tuple[str, ...], *groups: int) -> R
 
 _PEM_LABEL = r"(?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?"
 # A value in an assignment: quoted (spaces allowed inside), or a run without spaces or separators.
-# A quote may be escaped: JSON inside a shell or JSON string (`curl -d "{\"password\": \"…\"}"`).
-_VALUE = r"""(?:"([^"\n]{4,})"|'([^'\n]{4,})'|\\"([^"\\\n]{4,})\\"|([^\s"',;]{8,}))"""
+# A quote may be escaped, once or more: JSON inside a shell or JSON string (`curl -d "{\"password\": \"…\"}"`),
+# and that inside a JSON string again (`\\\"password\\\": …`).
+_VALUE = r"""(?:"([^"\n]{4,})"|'([^'\n]{4,})'|\\+"([^"\\\n]{4,})\\+"|([^\s"',;]{8,}))"""
 # The quote that may close a key or open a value, escaped or not.
-_QUOTE = r"""(?:\\?["'])?"""
+_QUOTE = r"""(?:\\*["'])?"""
 # Placeholders are not secrets (and a marker is never redacted twice).
 _NOT_PLACEHOLDER = (
     rf"""(?!{_QUOTE}(?:\$\{{|\$\(|<|\*{{3}}|your[_\-]|xxx|changeme|\[?REDACTED|null\b|none\b|true\b|false\b|"""
     # …nor is a reference to where the secret is kept (`apiKey: process.env.API_KEY`, `self.config.key`).
     r"""(?:process\.)?env\.|os\.(?:environ|getenv)|getenv\(|this\.|self\.|config\.|settings\.))"""
 )
+
+
+def _base64_cores(*words: str) -> tuple[str, ...]:
+    """What base64 always holds where `words` were encoded: for each of the three alignments of a word
+    in the encoded bytes, the characters that only its own bytes decide."""
+    cores = []
+    for word in words:
+        raw = word.encode()
+        for shift in range(3):
+            encoded = base64.b64encode(bytes(shift) + raw + bytes(3)).decode()
+            inside = [i for i in range(len(encoded)) if 6 * i >= 8 * shift and 6 * i + 6 <= 8 * (shift + len(raw))]
+            cores.append(encoded[inside[0] : inside[-1] + 1])
+    return tuple(dict.fromkeys(cores))
+
+
+# The names of secrets as base64 holds them (PASSWORD, client_secret, API_TOKEN, STRIPE_KEY…; each core
+# costs a scan of every text, so lower-case token and key names, rarer in `.env` files, are left out), and the
+# start of a Docker config (`{"auths":`, a Kubernetes `.dockerconfigjson`): a blob holding none is not decoded.
+_BASE64_CORES = (
+    *_base64_cores("ASSW", "assw", "ECRET", "ecret", "OKEN", "_KEY"),
+    "eyJhdXRocyI6",
+)
+_LINE_SPACE = dict.fromkeys(map(ord, "\t\n\r"))
+# A blob longer than this is not decoded (a .env is far shorter; images are not worth the time).
+_MAX_BLOB = 65_536
+# The name before a base64 value (`credentials:`) or a URL-encoded one (`password%3D`) that says secret.
+_BASE64_NAME = re.compile(r"(?i)(?:pass(?:word|wd|phrase)?|pwd|secret|token|credentials?|auth|key)[\"']?[ \t]*\Z")
+_ENCODED_NAME = re.compile(
+    r"(?i)(?:password|passwd|pwd|pass|secret|api[_\-]?key|apikey|access[_\-]?key|token|private[_\-]?key)"
+    r"[\w.\-]{0,64}(?:%2[27])?(?:%20|\+)*\Z"
+)
+_NAME_WINDOW = 96
+
+
+def _decoded_text(blob: str) -> str | None:
+    """The text `blob` (base64, maybe wrapped in lines) decodes to; None when it is not base64 of text."""
+    compact = "".join(blob.split())
+    compact = compact[: len(compact) // 4 * 4]  # cut short (by a cut's window): decoded up to the cut
+    try:
+        text = base64.b64decode(compact, validate=True).decode("utf-8", "replace")
+    except (binascii.Error, ValueError):
+        return None
+    text = text.removesuffix("\ufffd")  # a character the cut halved
+    if not text or "\ufffd" in text or not text.translate(_LINE_SPACE).isprintable():
+        return None  # bytes (an image, a hash, a key body), not text
+    return text
+
+
+def _holds_secret(match: re.Match[str]) -> bool:
+    """Whether a base64 blob decodes to text holding a secret (a `.env`, a `password: …` line, a key)."""
+    blob = match.group()
+    if len(blob) > _MAX_BLOB or not any(core in blob for core in _BASE64_CORES):
+        return False
+    text = _decoded_text(blob)
+    return text is not None and bool(secret_spans(text))
+
+
+def _secret_data(match: re.Match[str]) -> bool:
+    """Whether a base64 value is under a secret's name, in `data` (a Kubernetes Secret), and decodes to text."""
+    at, text = match.start(), match.string
+    if _BASE64_NAME.search(text, max(0, at - _NAME_WINDOW), at) is None or text.find("data", 0, at) < 0:
+        return False
+    return _decoded_text(match.group(1)) is not None
+
+
+def _encoded_name(match: re.Match[str]) -> bool:
+    """Whether a URL-encoded value follows a secret's name."""
+    at = match.start()
+    return _ENCODED_NAME.search(match.string, max(0, at - _NAME_WINDOW), at) is not None
+
 
 RULES: tuple[Rule, ...] = (
     # --- keys -------------------------------------------------------------------------------------------
@@ -289,6 +398,34 @@ RULES: tuple[Rule, ...] = (
         ("token",),
         1,
     ),
+    # --- encoded ----------------------------------------------------------------------------------
+    # base64 whose text holds a secret, one line or wrapped (GNU base64 at 76, openssl at 64): redacted whole.
+    Rule(
+        "base64-secret",
+        r"(?<![A-Za-z0-9+/])(?:(?:[A-Za-z0-9+/]{60,80}\r?\n)+[A-Za-z0-9+/]*={0,2}|[A-Za-z0-9+/]{16,}={0,2})"
+        r"(?![A-Za-z0-9+/=])",
+        triggers=_BASE64_CORES,
+        accept=_holds_secret,
+    ),
+    # A base64 value of a Kubernetes Secret's `data` (YAML or JSON) under a name that ends like a secret's
+    # (`credentials: …`, `"auth-token": "…"`) and decodes to text; not `tokenizer: …`, not a word.
+    Rule(
+        "secret-assignment",
+        r":[ \t]*[\"']?((?:[A-Za-z0-9+/]{4}){2,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)(?![A-Za-z0-9+/=])",
+        (1,),
+        ("data",),
+        _secret_data,
+    ),
+    # URL-encoded assignments: `password%3Dhunter2`, `%22api_key%22%3A%22…%22`, `client_secret%20%3D%20…`;
+    # the value runs to an encoded separator (`%26` &, `%22` ", `%2C` ,, `%20`, `+`), not a placeholder.
+    Rule(
+        "secret-assignment",
+        r"%3[ADad](?:%20|\+)*(?:%2[27])?(?!%24|%3[Cc]|\$|<|(?i:your|xxx|changeme|(?:true|false|null|none)(?![a-z0-9])))"
+        r"((?:[A-Za-z0-9_.~!*\-]|%(?!2[0267Cc]|3[Bb])[0-9A-Fa-f]{2}){4,})",
+        (1,),
+        ("%3d", "%3a"),
+        _encoded_name,
+    ).folded(),
 )
 
 
@@ -313,7 +450,7 @@ def _matches(text: str) -> Iterator[tuple[int, int, int, str]]:
         for match in rule.pattern.finditer(text):
             group = next((g for g in rule.groups if match.group(g) is not None), 0)
             start, end = match.span(group)
-            if end > start:
+            if end > start and (rule.accept is None or rule.accept(match)):
                 yield start, end, match.end(), rule.kind
 
 

@@ -5,20 +5,31 @@ search and listing results, so a quick command's start does not build these clas
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import copy
 from typing import Any
 
 from memex.results import Result
 
 
-@dataclass(eq=False, repr=False)
 class SessionView(Result):
     """A session as `show` gives it: its row (prs, subagents included) and its conversation (`mirror`,
     None when it has none) or, with `turns`, its full turns."""
 
+    __slots__ = ("mirror", "session", "turns")
+
     session: dict[str, Any]
-    mirror: dict[str, Any] | None = None
-    turns: list[dict[str, Any]] | None = None
+    mirror: dict[str, Any] | None
+    turns: list[dict[str, Any]] | None
+
+    def __init__(
+        self,
+        session: dict[str, Any],
+        mirror: dict[str, Any] | None = None,
+        turns: list[dict[str, Any]] | None = None,
+    ) -> None:
+        self.session = session
+        self.mirror = mirror
+        self.turns = turns
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -30,15 +41,30 @@ class SessionView(Result):
         return {"session": self.session, "mirror": self.mirror}
 
 
-@dataclass(eq=False, repr=False)
 class Related(Result):
     """Sessions (or stretches of turns) that worked on the same files as `session`."""
 
+    __slots__ = ("query_turns", "results", "session", "warnings", "window")
+
     session: dict[str, Any]
     results: list[dict[str, Any]]
-    warnings: list[str] = field(default_factory=list)
-    window: int | None = None  # turns compared (find-related turns only)
-    query_turns: list[dict[str, Any]] | None = None  # the session's last turns compared (turns only)
+    warnings: list[str]
+    window: int | None  # turns compared (find-related turns only)
+    query_turns: list[dict[str, Any]] | None  # the session's last turns compared (turns only)
+
+    def __init__(
+        self,
+        session: dict[str, Any],
+        results: list[dict[str, Any]],
+        warnings: list[str] | None = None,
+        window: int | None = None,
+        query_turns: list[dict[str, Any]] | None = None,
+    ) -> None:
+        self.session = session
+        self.results = results
+        self.warnings = [] if warnings is None else warnings
+        self.window = window
+        self.query_turns = query_turns
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Related:
@@ -55,9 +81,35 @@ class Related(Result):
         return data
 
 
-@dataclass(eq=False, repr=False)
 class Stats(Result):
     """What the store holds."""
+
+    __slots__ = (
+        "agent_versions",
+        "archive_bytes",
+        "archive_ratio",
+        "archived_originals_gone",
+        "archived_transcript_bytes",
+        "archived_transcripts",
+        "bad_lines",
+        "chunks",
+        "database",
+        "database_bytes",
+        "embed_errors",
+        "embed_jobs",
+        "entries",
+        "file_mentions",
+        "mirrors",
+        "pr_links",
+        "provisional_turns",
+        "sessions",
+        "sessions_by_agent",
+        "subagent_sessions",
+        "tool_outputs",
+        "turns",
+        "unknown_record_types",
+        "vectors_by_level",
+    )
 
     database: str
     database_bytes: int
@@ -85,13 +137,66 @@ class Stats(Result):
     archive_ratio: float | None
     archived_originals_gone: int
 
+    def __init__(
+        self,
+        database: str,
+        database_bytes: int,
+        sessions: int,
+        sessions_by_agent: dict[str, int],
+        subagent_sessions: int,
+        entries: int,
+        turns: int,
+        provisional_turns: int,
+        chunks: int,
+        tool_outputs: int,
+        file_mentions: int,
+        pr_links: int,
+        mirrors: int,
+        bad_lines: int,
+        vectors_by_level: dict[str, int],
+        embed_jobs: dict[str, int],
+        embed_errors: list[dict[str, Any]],
+        agent_versions: dict[str, dict[str, int]],
+        unknown_record_types: list[dict[str, Any]],
+        archived_transcripts: int,
+        archived_transcript_bytes: int,
+        archive_bytes: int,
+        archive_ratio: float | None,
+        archived_originals_gone: int,
+    ) -> None:
+        self.database = database
+        self.database_bytes = database_bytes
+        self.sessions = sessions
+        self.sessions_by_agent = sessions_by_agent
+        self.subagent_sessions = subagent_sessions
+        self.entries = entries
+        self.turns = turns
+        self.provisional_turns = provisional_turns
+        self.chunks = chunks
+        self.tool_outputs = tool_outputs
+        self.file_mentions = file_mentions
+        self.pr_links = pr_links
+        self.mirrors = mirrors
+        self.bad_lines = bad_lines
+        self.vectors_by_level = vectors_by_level
+        self.embed_jobs = embed_jobs
+        self.embed_errors = embed_errors
+        self.agent_versions = agent_versions
+        self.unknown_record_types = unknown_record_types
+        self.archived_transcripts = archived_transcripts
+        self.archived_transcript_bytes = archived_transcript_bytes
+        self.archive_bytes = archive_bytes
+        self.archive_ratio = archive_ratio
+        self.archived_originals_gone = archived_originals_gone
+
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return copy.deepcopy(self.as_dict())  # as `dataclasses.asdict` copied
 
 
-@dataclass(eq=False, repr=False)
 class ComputerStatus(Result):
     """A computer sharing mirrors under this prefix."""
+
+    __slots__ = ("api_url", "computer", "last_seen", "mirrors_here", "sessions", "status", "this_computer", "version")
 
     computer: str
     this_computer: bool
@@ -102,17 +207,42 @@ class ComputerStatus(Result):
     version: str | None
     api_url: str | None
 
+    def __init__(
+        self,
+        computer: str,
+        this_computer: bool,
+        status: str,
+        last_seen: str | None,
+        sessions: int | None,
+        mirrors_here: int,
+        version: str | None,
+        api_url: str | None,
+    ) -> None:
+        self.computer = computer
+        self.this_computer = this_computer
+        self.status = status
+        self.last_seen = last_seen
+        self.sessions = sessions
+        self.mirrors_here = mirrors_here
+        self.version = version
+        self.api_url = api_url
+
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return self.as_dict()  # plain values only
 
 
-@dataclass(eq=False, repr=False)
 class ComputerList(Result):
     """The computers known, where that was read (`redis`, or the `local copy` when Redis was not asked)
     and why Redis was not asked."""
 
+    __slots__ = ("computers", "note")
+
     computers: list[ComputerStatus]
     note: str | None
+
+    def __init__(self, computers: list[ComputerStatus], note: str | None) -> None:
+        self.computers = computers
+        self.note = note
 
     @property
     def registry(self) -> str:

@@ -8,29 +8,21 @@ microseconds long and never waits on the daemon. This module imports nothing hea
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 from pathlib import Path
+
+from memex.digest import blake2b
 
 PID_FILE = "daemon.pid"
 SIGNALS = "signals"
 
 
 def daemon_running(home: Path) -> bool:
-    """True while a daemon runs for this MEMEX_HOME: its pid file names a live process (a daemon that was
-    killed, SIGKILL or a crash, leaves the file behind)."""
-    try:
-        pid = int((home / PID_FILE).read_text().strip())
-    except (OSError, ValueError):
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, another user's: a pid reused since (this home is private)
-        return False
-    return True
+    """True while a daemon runs for this MEMEX_HOME: its pid file names a live process (`pids.live_pid`)."""
+    from memex.pids import live_pid
+
+    return live_pid(home / PID_FILE) is not None
 
 
 def notify_stop(home: Path, session_id: str, transcript_path: str | None = None) -> bool:
@@ -39,7 +31,7 @@ def notify_stop(home: Path, session_id: str, transcript_path: str | None = None)
         return False
     folder = home / SIGNALS
     folder.mkdir(parents=True, exist_ok=True)
-    name = "stop-" + hashlib.blake2b(session_id.encode(), digest_size=8).hexdigest()
+    name = "stop-" + blake2b(session_id.encode(), digest_size=8).hexdigest()
     temporary = folder / f".{name}.{os.getpid()}"
     temporary.write_text(json.dumps({"session_id": session_id, "transcript_path": transcript_path}))
     temporary.replace(folder / f"{name}.json")

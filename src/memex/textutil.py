@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import cache
 
@@ -79,24 +80,84 @@ _NAMED_ID = re.compile(r"[a-z]+-(?=[0-9a-f]{8})")
 # for OpenCode), which tells apart sessions a user starts one after the other.
 _TIMED_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}(?=-7[0-9a-f]{3}-)|ses_[0-9a-f]{8}|[0-9]{13}(?![0-9])")
 SHORT_ID_CHARS = 8
+_RANDOM_ID = re.compile(r"[0-9a-f]{8}")  # a UUID's first group, a hash: random from its first character
+NAME_ID_CHARS = 36  # as long as a UUID
 
 
 def short_id(session_id: str) -> str:
     """A session id as shown: its first 8 characters (a UUID's first group), or for an id memex named after
     its agent (`specstory-…`, `aider-…`) that name and the 8 characters after it: every SpecStory session
     would otherwise show as `specstor`; for an id that begins with its time (`_TIMED_ID`) that time, as
-    the first 8 characters of two Codex sessions started in the same minute are the same. Any prefix of
-    an id finds it (`memex show`), so the short form finds the session."""
+    the first 8 characters of two Codex sessions started in the same minute are the same; an id that is a
+    name (a transcript named `session-alpha.jsonl`, `medium-conversation.jsonl`) whole, up to 36
+    characters: `session-alpha` and `session-beta` both showed as `session-`. Any prefix of an id finds it
+    (`memex show`), so the short form finds the session."""
     timed = _TIMED_ID.match(session_id)
     if timed:
         return timed.group()
     named = _NAMED_ID.match(session_id)
-    return session_id[: (named.end() if named else 0) + SHORT_ID_CHARS]
+    if named:
+        return session_id[: named.end() + SHORT_ID_CHARS]
+    if _RANDOM_ID.match(session_id.lower()):
+        return session_id[:SHORT_ID_CHARS]
+    return session_id[:NAME_ID_CHARS]
 
 
 def counted(count: int, noun: str) -> str:
     """`count` and the noun, plural unless it is one: "1 subagent", "2 subagents", "0 files"."""
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+# Names an agent gives every subagent alike (Cline's `subagent`): they say nothing a label does not.
+_GENERIC_SUBAGENT_NAMES = frozenset({"subagent", "sub-agent", "agent"})
+
+
+def subagent_name(agent_type: str | None, description: str | None = None) -> str:
+    """How a person knows a subagent: its type or nickname (Claude Code's `agentType`, Codex's nickname,
+    Gemini's agent name) and what it was asked to do, `general-purpose "List project files"`; "" when the
+    agent named it neither way."""
+    name = " ".join((agent_type or "").split())
+    if name.lower() in _GENERIC_SUBAGENT_NAMES:
+        name = ""
+    what = shorten(description, 60) if description and description.strip() else ""
+    return " ".join(part for part in (name, f'"{what}"' if what else "") if part)
+
+
+def subagent_tally(names: list[str]) -> str:
+    """A session's subagents by name, each once with how many ran, `Explore ×2, general-purpose`; generic
+    names left out, "" when none is left."""
+    counts: dict[str, int] = {}
+    for name in names:
+        shown = subagent_name(name)
+        if shown:
+            counts[shown] = counts.get(shown, 0) + 1
+    return ", ".join(name if count == 1 else f"{name} ×{count}" for name, count in counts.items())
+
+
+def subagent_title(agent_id: str, agent_type: str | None = None, description: str | None = None) -> str:
+    """A subagent by name and full id (what memex accepts back), `general-purpose "List project files"
+    (a6464d481e77bfaa0)`; its id alone when it has no name."""
+    name = subagent_name(agent_type, description)
+    return f"{name} ({agent_id})" if name else agent_id
+
+
+def subagent_label(agent_id: str | None, agent_type: str | None = None, description: str | None = None) -> str:
+    """A subagent as the terminal and recall label its turns: `[Subagent: Explore "Find the parser" (a77)]`,
+    `[Subagent: <id>]` when it has no name, "" for the main agent."""
+    return f"[Subagent: {subagent_title(agent_id, agent_type, description)}]" if agent_id else ""
+
+
+def turn_numbers(turns: Sequence[Mapping[str, object]]) -> list[int]:
+    """Each turn's number as the sessions list counts them: the main agent's turns 1, 2, 3… and each
+    subagent's its own 1, 2… (a subagent's turn between the main agent's second and third leaves that
+    third turn 3)."""
+    seen: dict[object, int] = {}
+    numbers = []
+    for turn in turns:
+        agent = turn.get("agent_id") or ""
+        seen[agent] = seen.get(agent, 0) + 1
+        numbers.append(seen[agent])
+    return numbers
 
 
 def shorten(text: str, limit: int) -> str:
@@ -110,17 +171,23 @@ def shorten(text: str, limit: int) -> str:
     return flat[: clear_cut(flat, max(0, limit - 1))].rstrip() + "…"
 
 
+def _moment(timestamp: str) -> datetime | None:
+    """An ISO-8601 time (a naive one read as UTC), or None when it is not one."""
+    try:
+        moment = datetime.fromisoformat(timestamp)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
 def display_time(timestamp: str | None, utc: bool = False) -> str:
     """A stored timestamp (UTC) in local time with its zone, `2026-05-03 02:20 CEST` (the zone's offset,
     `+0530`, where it has no abbreviation), or in UTC: `2026-05-03 00:20 UTC`; `—` for none."""
     if not timestamp:
         return "—"
-    try:
-        moment = datetime.fromisoformat(timestamp)
-    except ValueError:
+    moment = _moment(timestamp)
+    if moment is None:
         return timestamp[:16].replace("T", " ")
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
     moment = moment.astimezone(UTC if utc else None)
     zone = moment.strftime("%Z")
     if not zone or zone.lstrip("+-").isdigit():  # `+03` or nothing: the offset says more
@@ -128,25 +195,30 @@ def display_time(timestamp: str | None, utc: bool = False) -> str:
     return f"{moment:%Y-%m-%d %H:%M} {zone}"
 
 
+# A turn whose end its transcript does not show yet (the session's last) is shown "in progress" while it
+# was active this recently; an older one is simply where the session stopped.
+IN_PROGRESS_SECONDS = 6 * 3600
+
+
+def in_progress(provisional: object, last_activity: str | None, now: datetime | None = None) -> bool:
+    """Whether a turn (its `provisional` flag, and its stored end or start time) is still being written."""
+    moment = _moment(last_activity) if provisional and last_activity else None
+    return moment is not None and ((now or datetime.now(UTC)) - moment).total_seconds() < IN_PROGRESS_SECONDS
+
+
 def normalize_timestamp(value: object) -> str | None:
     """An ISO-8601 UTC timestamp with milliseconds (`2026-05-03T00:20:03.895Z`), or None if unreadable.
 
     One format everywhere makes timestamps comparable as strings in SQL.
     """
+    moment: datetime | None = None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         seconds = value / 1000 if value > 1e11 else value  # epoch milliseconds or seconds
-        try:
+        with contextlib.suppress(OverflowError, OSError, ValueError):
             moment = datetime.fromtimestamp(seconds, UTC)
-        except (OverflowError, OSError, ValueError):
-            return None
     elif isinstance(value, str) and value:
-        try:
-            moment = datetime.fromisoformat(value)
-        except ValueError:
-            return None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-    else:
+        moment = _moment(value)
+    if moment is None:
         return None
     moment = moment.astimezone(UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
@@ -174,6 +246,8 @@ def parse_when(value: str, *, end_of_day: bool = False, now: datetime | None = N
     if text in ("today", "yesterday"):
         day = now.date() if text == "today" else datetime.fromtimestamp(now.timestamp() - 86400, UTC).date()
         text = day.isoformat()
+    else:  # ISO 8601 as written (`T`, `Z`: what `--json` prints), or lowercased: Python reads no `z`
+        text = text.upper()
     if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text) and end_of_day:
         text += "T23:59:59.999+00:00"
     result = normalize_timestamp(text)

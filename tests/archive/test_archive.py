@@ -338,6 +338,8 @@ def test_a_store_from_before_the_pending_copies_names_the_streams_without_one(
             for event in ("insert", "update"):
                 conn.execute(f"DROP TRIGGER {trigger}_archive_pending_{event}")
         conn.execute("DROP TABLE archive_pending")
+        conn.execute("DROP INDEX subagent_sessions_transcript_path")  # and migration 13's
+        conn.execute("DROP INDEX sessions_computer")
         conn.execute("PRAGMA user_version = 11")
     conn.close()
     conn = connect(config.db_path)  # migrated
@@ -347,3 +349,34 @@ def test_a_store_from_before_the_pending_copies_names_the_streams_without_one(
     assert conn.execute("SELECT count(*) FROM archive_pending").fetchone()[0] == 0
     assert archive_row(conn, *missing) is not None
     conn.close()
+
+
+@pytest.mark.parametrize("aged", [False, True])
+def test_an_archive_folder_deleted_is_copied_again_by_the_next_index(
+    run, config: Config, tmp_path: Path, aged: bool
+) -> None:
+    """The archive folder removed (to free space, or a store restored from a backup without it) while the
+    transcripts are still on disk: `memex doctor` says what to do, and `memex index` makes the copies again,
+    so `--raw` still has the transcript after Claude Code deletes it."""
+    projects = tmp_path / "claude-projects"
+    shutil.copytree(HILLVIEW, projects / HILLVIEW.name)
+    target = projects / "-Users-chloe-c-slay" / SLAY.name
+    target.parent.mkdir(parents=True)
+    shutil.copy(SLAY, target)
+    assert run("index").exit_code == 0
+    root = archive_root(config)
+    if aged:  # the store had listed the archive's folders and remembered them
+        _age(root)
+        assert run("index").exit_code == 0
+    shutil.rmtree(root)
+
+    doctor = {c["name"]: c for c in json.loads(run("doctor", "--json").stdout)["checks"]}
+    assert doctor["archive"]["status"] == "fail" and "`memex index`" in (doctor["archive"]["fix"] or "")
+
+    assert run("index").exit_code == 0
+    assert _zstd_d(_copy(config, SLAY_ID)) == SLAY.read_bytes()
+    doctor = {c["name"]: c for c in json.loads(run("doctor", "--json").stdout)["checks"]}
+    assert doctor["archive"]["status"] == "ok", doctor["archive"]
+    target.unlink()  # Claude Code's cleanupPeriodDays
+    result = run("show", SLAY_ID[:8], "--raw")
+    assert result.exit_code == 0 and result.stdout_bytes == SLAY.read_bytes()

@@ -99,6 +99,13 @@ def test_sessions_list(run, corpus: Path) -> None:
     assert SLAY.stem in {s["session_id"] for s in recent}
     assert all(s["started_at"] >= "2026-01-01" for s in recent)
     assert len(as_json(run("sessions", "list", "--json", "--limit", "2"))) == 2
+    # A folder and below: the root folder holds every project (it matched none), a trailing slash is the folder.
+    everything = {s["session_id"] for s in sessions if s["project_dir"]}
+    assert {s["session_id"] for s in as_json(run("sessions", "list", "--json", "--limit", "50", "--project", "/"))} == (
+        everything
+    )
+    by_slash = as_json(run("sessions", "list", "--json", "--project", "/home/dev/shop/"))
+    assert {s["session_id"] for s in by_slash} == {SID, SID2}
     table = run("sessions", "list")
     assert "aaaaaaaa" in table.stdout and "PR #321" in table.stdout
 
@@ -384,3 +391,44 @@ def test_a_session_known_only_by_its_mirror_is_found(run, conn, agents_home: Pat
     ]
     turns = run("show", "remote-0001", "--turns")
     assert turns.exit_code == 2 and "ran on laptop" in turns.stderr
+
+
+def test_a_time_copied_from_the_json_output_is_a_date(run, tmp_path: Path) -> None:
+    """`--json` prints times as ISO 8601 UTC with a `Z` (`2026-11-23T19:09:43.217Z`); given back to
+    `--since`, `--until` or `forget --before`, such a time was refused ("cannot read … as a date"): the
+    value was lowercased before it was read, and Python reads no `z`."""
+    run("index", str(LIVE_CODEX))
+    listed = as_json(run("sessions", "list", "--json"))
+    assert isinstance(listed, list) and len(listed) == 3
+    started = sorted(row["started_at"] for row in listed)
+    assert all(moment.endswith("Z") for moment in started)
+    since = as_json(run("sessions", "list", "--since", started[1], "--json"))
+    assert isinstance(since, list) and sorted(row["started_at"] for row in since) == started[1:]
+    until = as_json(run("sessions", "list", "--until", started[1], "--json"))
+    assert isinstance(until, list) and sorted(row["started_at"] for row in until) == started[:2]
+    bare = as_json(run("sessions", "list", "--since", started[1][:16] + "z", "--json"))  # minutes, lower z
+    assert isinstance(bare, list) and len(bare) >= 2
+    forget = run("forget", "--before", started[1], "--yes", "--json")
+    assert forget.exit_code == 0, forget.stderr
+    assert as_json(forget)["sessions"] == 1  # type: ignore[index]
+
+
+def test_only_a_recent_unfinished_turn_reads_in_progress(run, tmp_path: Path) -> None:
+    """A session's last turn (its end not yet seen) is "in progress" while it was active within hours; the
+    last turn of a session left a year ago is not (it was, on every session ever indexed)."""
+    from datetime import UTC, datetime, timedelta
+
+    from transcripts import Clock
+
+    folder = tmp_path / "agents" / "-home-dev-shop"
+    for session_id, start in (
+        ("old00000-0000-4000-8000-000000000000", datetime(2025, 3, 1, tzinfo=UTC)),
+        ("new00000-0000-4000-8000-000000000000", datetime.now(UTC) - timedelta(minutes=30)),
+    ):
+        session = ClaudeSession(folder / f"{session_id}.jsonl", session_id, clock=Clock(start))
+        simple_turn(session, "rename the cache module", "Renamed it.")
+        simple_turn(session, "now run the tests", "Running them.")
+    run("index", str(folder.parent))
+    old, new = (run("show", prefix, "--turns").stdout for prefix in ("old0", "new0"))
+    assert "turn 2" in old and "in progress" not in old
+    assert new.count("in progress") == 1 and "in progress" in new.split("turn 2")[1]

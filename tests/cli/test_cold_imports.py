@@ -88,7 +88,8 @@ def test_quick_read_commands_import_nothing_heavy(indexed: None, args: list[str]
 
 def test_the_check_sees_a_heavy_import(indexed: None) -> None:
     """The same check on a command that needs some of them (indexing, with its progress bar) finds them."""
-    assert {"memex.ingest", "memex.archive"} <= set(heavy_among(imported_by("index", "--no-embed", str(CODEX))))
+    # (a run over named folders needs no archive reader: restoring deleted transcripts is the default run's)
+    assert "memex.ingest" in heavy_among(imported_by("index", "--no-embed", str(CODEX)))
 
 
 def test_an_index_that_finds_nothing_new_stays_light(indexed: None) -> None:

@@ -8,6 +8,7 @@ import io
 import json
 import os
 import pty
+import re
 import shutil
 import sqlite3
 import struct
@@ -24,7 +25,17 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from agent_cli import index_json
-from corpus import CODEX, CODEX_SHORT, LIVE_CLINE, LIVE_CODEX, LIVE_OPENCODE_DB, LIVE_PI
+from corpus import (
+    CODEX,
+    CODEX_PARTIAL,
+    CODEX_SHORT,
+    LIVE_CLINE,
+    LIVE_CODEX,
+    LIVE_OPENCODE_DB,
+    LIVE_PI,
+    MISC,
+    USAGE_ONLY,
+)
 from memex.cli.main import cli
 from memex.cli.pager import DEFAULT_PAGER, pager_command
 from memex.textutil import display_time, plain_title, short_id
@@ -306,3 +317,67 @@ def test_a_long_title_never_cuts_the_session_id(run) -> None:
     table = run("sessions", "list", "--no-pager").stdout
     shown = [line.split()[0] for line in table.splitlines()[1:] if line.strip()]
     assert shown == [short_id(i) for i in ids] and "019a802a-aab1" in shown
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@pytest.mark.parametrize("columns", [80, 100, 120, 160])
+def test_a_long_title_never_hides_the_agent_or_the_turns(run, tmp_path: Path, terminal, columns: int) -> None:
+    """On a terminal of 80 to 160 columns (and in a pipe, 160), a table made too wide by long titles (the
+    MoonMind rollouts') was narrowed column by column alike: `opencode` showed as `openc…`, and below 160
+    columns the agent and turns columns were left out whole. The title gives up its width first."""
+    opencode = tmp_path / "opencode" / "opencode.db"
+    opencode.parent.mkdir()
+    shutil.copy(LIVE_OPENCODE_DB, opencode)
+    index_json(run, CODEX, LIVE_CLINE, opencode)
+    os.environ["COLUMNS"] = str(columns)
+    screen, _ = memex_on(terminal, "sessions", "list", "--no-pager")
+    piped = run("sessions", "list", "--no-pager").stdout
+    for table, width in ((ANSI.sub("", screen), columns), (piped, 160)):
+        lines = table.splitlines()
+        assert lines[0].split() == ["session", "started", "agent", "project", "turns", "title"], table
+        assert all(len(line) <= width for line in lines)
+        rows = [line.split() for line in lines[1:] if line.strip()]
+        agents = {row[4] for row in rows}  # id, date, time, zone, agent
+        assert agents == {"codex", "cline", "opencode"}, table
+        assert any(row[0] == "019a802a-aab1" and row[6] == "1" for row in rows), table  # its one turn
+        # A title cut to its room keeps what follows it: the subagents, the PRs, the computer.
+        parent = [line.rstrip() for line in lines if "1795468856782" in line]
+        assert width < 100 or all(line.endswith("(+1 subagent)") for line in parent), table
+
+
+def test_sessions_named_alike_show_ids_that_find_them(run, tmp_path: Path) -> None:
+    """Sessions whose ids are names rather than UUIDs (`session-alpha` in ccusage's Codex and Claude Code
+    fixtures, `short-conversation` and `medium-conversation` in episodic-memory's) all showed as their
+    first 8 characters, `session-` and `medium-c`: three rows alike, and `memex show session-` refused the
+    id as ambiguous. Such an id is shown whole."""
+    index_json(run, CODEX_PARTIAL, USAGE_ONLY, MISC)
+    ids = [row["session_id"] for row in json.loads(run("sessions", "list", "--limit", "100", "--json").stdout)]
+    assert len({i[:8] for i in ids}) < len(ids)  # several share their first 8 characters
+    table = run("sessions", "list", "--limit", "100", "--no-pager")
+    shown = [line.split()[0] for line in table.stdout.splitlines()[1:] if line.strip()]
+    assert len(shown) == len(ids) and len(set(shown)) == len(ids), table.stdout
+    for short, full in zip(shown, ids, strict=True):
+        found = run("show", short, "--json")
+        assert found.exit_code == 0, found.stderr
+        assert json.loads(found.stdout)["session"]["session_id"] == full
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_a_wide_title_cut_to_its_room_keeps_its_notes(run, tmp_path: Path, terminal, columns: int) -> None:
+    """A title of wide characters (CJK: two cells each) was cut by its character count, so it still
+    overflowed its room and the table cut off what follows it (the PR here): it is cut by cells."""
+    from memex.cli.render import cell_width
+    from transcripts import ClaudeSession, simple_turn
+
+    session = ClaudeSession(tmp_path / "p" / "-home-dev-shop" / "s.jsonl", "c0c00000-0000-4000-8000-000000000000")
+    prompt = "設定ファイルの読み込みが失敗する問題を調査して修正し、テストを追加してください"
+    simple_turn(session, prompt * 2, "直しました。")
+    session.write(session.pr_link(7))
+    index_json(run, tmp_path / "p")
+    os.environ["COLUMNS"] = str(columns)
+    screen, _ = memex_on(terminal, "sessions", "list", "--no-pager")
+    (line,) = [line.rstrip() for line in ANSI.sub("", screen).splitlines() if "c0c00000" in line]
+    assert line.endswith("(PR #7)") and "…" in line, line
+    assert cell_width(line) <= columns

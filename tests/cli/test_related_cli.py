@@ -85,7 +85,8 @@ def test_turns_json_and_the_fewer_than_window_warning(run, shop: Path) -> None:
     ]
     first = found["results"][0]
     assert first["session_id"] == CART_AGAIN and first["turns"][0]["prompt"] == "discounts stack"
-    assert set(first["turns"][0]) == {"turn_id", "agent_id", "line_index", "started_at", "prompt"}
+    turn_keys = {"turn_id", "agent_id", "subagent_name", "subagent_description", "line_index", "started_at", "prompt"}
+    assert set(first["turns"][0]) == turn_keys
     # On a terminal-less run the warning goes to stderr, the results to stdout.
     result = run("find-related", "turns", CART, "--window", "2")
     assert result.exit_code == 0 and "fewer than the window of 2" in result.stderr
@@ -152,3 +153,18 @@ def test_each_step_shows_on_a_terminal_from_its_start() -> None:
     with step_progress(Console(file=quiet)) as update:  # not a terminal: nothing at all
         update(LOADING_MODEL, 0, None)
     assert quiet.getvalue() == ""
+
+
+@pytest.mark.parametrize("kind", ["sessions", "turns"])
+def test_a_session_of_another_computer_says_its_files_are_there(run, shop: Path, home: Path, kind: str) -> None:
+    """A session known here by its mirror: its files are not known here, which is not 'touched no files'."""
+    from memex.store.db import connect
+    from mirrortools import store_received_mirror
+
+    remote = "0c0c0c0c-1111-2222-3333-444444444444"
+    conn = connect(home / "memex.db")
+    store_received_mirror(conn, remote, "laptop", str(shop), "the checkout bug", "why?", "rounding")
+    conn.close()
+    result = run("find-related", kind, remote[:8])
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "ran on laptop" in result.stderr and "touched no files" not in result.stderr

@@ -201,3 +201,22 @@ def test_the_unwritable_store_is_not_created_by_readers(run, home: Path) -> None
     result = run("sessions", "list")
     assert result.exit_code == 2 and "no memex database" in result.stderr
     assert not home.exists()
+
+
+@pytest.mark.parametrize("method", ["mount", "permissions"])
+def test_doctor_says_when_the_store_cannot_be_written(store: Path, method: str) -> None:
+    """A read-only MEMEX_HOME serves searches, but no hook, `memex index` or daemon can add a session:
+    the doctor names it rather than reporting the store ok."""
+    if method == "permissions":
+        _set_writable(store, False)
+    command = read_only_command(method, store, ["doctor", "--json"])
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, env=os.environ)
+    assert "Traceback" not in result.stderr
+    checks = {check["name"]: check for check in json.loads(result.stdout)["checks"]}
+    assert checks["store"]["status"] == "warn", checks["store"]
+    assert "read-only" in checks["store"]["detail"] and "2 sessions" in checks["store"]["detail"]
+    assert checks["store"]["fix"]
+    # Writable again, the store is ok.
+    _set_writable(store, True)
+    result = subprocess.run([MEMEX, "doctor", "--json"], capture_output=True, text=True, timeout=120, env=os.environ)
+    assert {c["name"]: c for c in json.loads(result.stdout)["checks"]}["store"]["status"] == "ok"

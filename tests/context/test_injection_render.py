@@ -85,3 +85,20 @@ def test_injected_turns_carry_no_secret_whatever_the_cut() -> None:
             for budget in (60, 400, 4000):
                 block = turn_block(stored, budget)
                 assert secret.leaked_in(block) is None, (secret.name, place, budget, block)
+
+
+def test_file_history_and_files_lines_carry_no_secret() -> None:
+    """The PreToolUse injection for a file shows the start of each earlier turn's prompt, and a recalled
+    turn its files line: both go to the asking session's model provider, redacted before their cut."""
+    from memex.context.render import render_file_history
+    from secret_corpus import CORPUS
+
+    for secret in CORPUS:
+        for place in ("start", "middle"):
+            prompt = secret.text if place == "start" else f"change the ingress, the key is {secret.text} ok"
+            row = turn(prompt_text=prompt, title=secret.text, tools=["changed"])
+            text = render_file_history("deploy/ingress.yaml", [row], 400, 8000)
+            assert text and secret.leaked_in(text) is None, (secret.name, place, text)
+        files = turn(tool_summary=f"Tools: Bash ×1\nFiles: deploy/ingress.yaml {secret.text}")
+        block = turn_block(files, 400)
+        assert secret.leaked_in(block) is None, (secret.name, block)

@@ -4,6 +4,7 @@ version bump, and deleting an owner deletes its vectors."""
 from __future__ import annotations
 
 import base64
+import json
 import os
 import signal
 import sqlite3
@@ -355,13 +356,23 @@ def test_embed_command_and_stats(run, projects: Path) -> None:
 
 
 def test_an_unknown_model_is_one_clear_error_and_search_stays_lexical(run, projects: Path, monkeypatch) -> None:
+    """A misspelled embed_model: every command that would embed says so in one line naming the setting and
+    the models memex has; search and indexing go on by words."""
     assert run("index", "--no-embed", str(projects)).exit_code == 0
-    monkeypatch.setenv("MEMEX_EMBED_MODEL", "no-such-model")
+    monkeypatch.setenv("MEMEX_EMBED_MODEL", "e5-smal-q4")
+    line = "embed_model 'e5-smal-q4' is not a model memex knows; choices: e5-small-q4"
     failed = run("embed")
-    assert failed.exit_code == 1 and "unknown embedding model 'no-such-model'" in failed.stderr
-    assert len(failed.stderr.strip().splitlines()) == 1
+    assert failed.exit_code == 1 and failed.stderr == f"memex: error: {line}\n"
     found = run("search", "observability")
-    assert found.exit_code == 0 and "semantic search unavailable" in found.stderr and "155715ec" in found.stdout
+    assert found.exit_code == 0 and "155715ec" in found.stdout
+    assert found.stderr == f"note: semantic search unavailable ({line}); lexical results only\n"
+    monkeypatch.setenv("MEMEX_INDEX_EMBEDS", "1")
+    assert f"warning: vectors not computed: {line}" in run("index", str(projects)).stderr
+    doctor = next(c for c in json.loads(run("doctor", "--json").stdout)["checks"] if c["name"] == "embedding")
+    assert doctor["status"] == "warn" and doctor["detail"] == line
+    monkeypatch.delenv("MEMEX_EMBED_MODEL")
+    doctor = next(c for c in json.loads(run("doctor", "--json").stdout)["checks"] if c["name"] == "embedding")
+    assert doctor["status"] == "ok"
 
 
 def test_index_drains_the_queue_unless_told_not_to(run, projects: Path, monkeypatch) -> None:

@@ -44,6 +44,14 @@ def corpus(env: Path, tmp_path: Path, run):
     return sessions
 
 
+def test_a_misspelled_model_leaves_prompt_recall_by_words(corpus, env: Path, monkeypatch) -> None:
+    # A hook never prints an error into the session: recall goes by words (`memex doctor` names the setting).
+    monkeypatch.setenv("MEMEX_EMBED_MODEL", "e5-smal-q4")
+    injected = context(hook("UserPromptSubmit", prompt_event(corpus["current"], PROMPT)), "UserPromptSubmit")
+    assert injected.startswith("memex recall:") and PAST[:8] in injected
+    assert runs(env)[-1]["status"] == "injected"
+
+
 def test_stop_ingests_a_one_turn_append_and_prints_nothing(corpus, env: Path, run) -> None:
     current = corpus["current"]
     simple_turn(current, "now rename load_settings to read_settings everywhere", "Renamed load_settings.")
@@ -368,7 +376,17 @@ def test_file_history_records_of_old_sessions_are_pruned(corpus, env: Path) -> N
         (
             "Stop",
             "stop",
-            ("click", "rich", "memex.search", "memex.embed", "memex.cli.main", "memex.sync", "multiprocessing"),
+            # (and no OpenSSL: hashes are blake2b's, memex.digest, 3 ms less)
+            (
+                "click",
+                "rich",
+                "memex.search",
+                "memex.embed",
+                "memex.cli.main",
+                "memex.sync",
+                "multiprocessing",
+                "_hashlib",
+            ),
         ),
         (
             "UserPromptSubmit",

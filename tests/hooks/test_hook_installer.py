@@ -207,3 +207,18 @@ def test_status_shows_installs_and_runs(
     table = run("hooks", "status", "--project-dir", str(tmp_path)).stdout
     assert "UserPromptSubmit" in table and "gated: acknowledgement" in table and "error" in table
     assert "command: /opt/memex/bin/memex hook Stop" in table
+
+
+def test_a_group_whose_hooks_are_null_does_not_break_status_or_uninstall(run, claude_dir: Path) -> None:
+    """A settings file another tool left with `"hooks": null` in a group: memex installs beside it, and
+    status, doctor and uninstall read past it (uninstall stopped on a TypeError traceback)."""
+    settings = claude_dir / "settings.json"
+    odd = {"hooks": {"Stop": [{"hooks": None}, {"hooks": [None, 5]}]}}
+    settings.write_text(json.dumps(odd))
+    assert run("hooks", "install").exit_code == 0
+    status = run("hooks", "status")
+    assert status.exit_code == 0 and "Stop" in status.stdout
+    assert run("doctor").exit_code in (0, 1)
+    result = run("hooks", "uninstall")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(settings.read_text()) == odd

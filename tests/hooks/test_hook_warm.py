@@ -100,7 +100,8 @@ def test_outdated_client_or_server_stops_it(server) -> None:
 def test_settings_change_stops_it(server) -> None:
     _, thread, config = server
     config.config_file.write_text("recall_max_hits = 2\n")
-    assert warm.ask(config, "recall", {"prompt": PROMPT}).reason == "stale"
+    # A hook loads its settings afresh: the edited file's differ from the server's.
+    assert warm.ask(load_config(), "recall", {"prompt": PROMPT}).reason == "stale"
     thread.join(5)
     assert not thread.is_alive()
 
@@ -167,4 +168,38 @@ def test_prompt_hook_starts_the_server_and_then_uses_it(corpus, home: Path, monk
         pid = warm.server_pid(config)
         if reply.answer is None and pid:
             os.kill(pid, signal.SIGTERM)
+    assert wait_for(lambda: warm.server_pid(config) is None)
+
+
+def test_prompt_hook_with_other_settings_is_not_answered_by_the_server(corpus, home: Path, monkeypatch) -> None:
+    """A server started with one MEMEX_* environment never answers a hook run with another: that hook
+    answers cold with its own settings, the server stops, and the next server serves the new settings."""
+    monkeypatch.setenv("MEMEX_WARM_IDLE_SECONDS", "60")
+    event = prompt_event(corpus["current"], PROMPT)
+    config = load_config()
+    hook("UserPromptSubmit", event)
+    try:
+        assert wait_for(lambda: warm.ask(config, "ping", {}).answer is not None)
+        first_pid = warm.server_pid(config)
+        assert first_pid
+        hook("UserPromptSubmit", event)
+        assert runs(home)[-1]["path"] == "warm" and runs(home)[-1]["hits"] == 2
+        # The user narrows recall for this shell only: the server started before must not answer.
+        narrowed = {**os.environ, "MEMEX_RECALL_MAX_HITS": "1"}
+        assert context(hook("UserPromptSubmit", event, env=narrowed), "UserPromptSubmit")
+        assert runs(home)[-1]["path"] == "cold" and runs(home)[-1]["hits"] == 1
+        assert runs(home)[-1]["warm"] == "stale"
+        # The stale server stops; the one the hook started in its place serves the narrowed settings.
+        assert wait_for(lambda: warm.server_pid(config) not in (None, first_pid))
+        assert wait_for(lambda: hook("UserPromptSubmit", event, env=narrowed) and runs(home)[-1]["path"] == "warm")
+        assert runs(home)[-1]["hits"] == 1
+        # And a hook with the first settings is not answered by the narrowed server either.
+        hook("UserPromptSubmit", event)
+        assert runs(home)[-1]["path"] == "cold" and runs(home)[-1]["hits"] == 2
+    finally:
+        for _ in range(2):
+            pid = warm.server_pid(config)
+            if pid and warm.ask(config, "shutdown", {}).answer is None:
+                os.kill(pid, signal.SIGTERM)
+            wait_for(lambda: warm.server_pid(config) is None)
     assert wait_for(lambda: warm.server_pid(config) is None)

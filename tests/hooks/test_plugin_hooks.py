@@ -66,3 +66,14 @@ def test_install_says_when_the_plugin_is_enabled_too(home: Path, tmp_path: Path,
     result = run("hooks", "install")
     assert result.exit_code == 0 and "plugin is enabled too" in result.stdout
     assert installer.plugin_enabled(json.loads((config_dir / "settings.json").read_text()))
+
+
+def test_the_plugin_recalls_beside_a_settings_group_whose_hooks_are_null(corpus, home: Path, tmp_path: Path) -> None:
+    """Another tool left `"hooks": null` in a group of the user's settings: the plugin still recalls (its
+    check for memex's settings handlers stopped every plugin hook on a TypeError)."""
+    settings = tmp_path / "claude-config" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps({"hooks": {"UserPromptSubmit": [{"hooks": None}]}}))
+    answer = hook("UserPromptSubmit", prompt_event(corpus["current"], PROMPT), flags=("--plugin",))
+    assert PAST[:8] in context(answer, "UserPromptSubmit")
+    assert runs(home)[-1]["status"] == "injected"

@@ -38,7 +38,7 @@ def _index(home: Path, folder: Path) -> dict[str, object]:
     config = load_config({"MEMEX_HOME": str(home), "MEMEX_COMPUTER": "seg", "MEMEX_REDIS_URL": ""})
     conn = connect(config.db_path)
     try:
-        return index_transcripts(conn, config, discover({"claude": [folder]})).as_dict()
+        return index_transcripts(conn, config, discover({"claude": [folder]})).to_json()
     finally:
         conn.close()
 

@@ -42,7 +42,7 @@ def test_codex_index_attaches_spawned_agents_and_records_files(conn, config: Con
     files = {r[0] for r in conn.execute("SELECT DISTINCT file_path FROM file_mentions")}
     assert {"notes.md", "zebra.txt"} <= files
     listed = run("sessions", "list", "--agent", "codex")
-    assert "(+1 subagent)" in listed.output and "SUBAGENT-TASK" not in listed.output
+    assert "(+1 subagent: Laplace)" in listed.output and "SUBAGENT-TASK" not in listed.output
     found = run("search", "zebra", "--file", "notes.md", "--json")
     assert '"session_id": "01a209d0-6a09-7253-b0bc-bc8841e9b922"' in found.output
 
@@ -167,3 +167,33 @@ def test_a_copy_of_a_session_keeps_its_own_subagents(run, tmp_path: Path) -> Non
 def as_json(result: Any) -> Any:
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
+
+
+def _subagent_names(run, session_id: str) -> list[tuple[str, str | None]]:
+    shown = json.loads(run("show", session_id, "--json").stdout)["session"]
+    return [(d["agent_id"], d["agent_type"]) for d in shown["subagent_details"]]
+
+
+def test_codex_and_gemini_subagents_are_named_as_their_agent_names_them(home: Path, run, tmp_path: Path) -> None:
+    """Codex names a spawned agent in its rollout (`agent_nickname`, and `agent_role` when it has one),
+    Gemini in the parent's `invoke_agent` call (`agent_name`, beside the subagent chat's `agentId`): each is
+    the subagent's name where Claude Code's `agentType` is (`memex show --json`, the viewer)."""
+    chats = tmp_path / "gemini" / "proj" / "chats"
+    shutil.copytree(LIVE_GEMINI_CHATS, chats)
+    run("index", str(LIVE_CODEX), str(chats.parent.parent))
+    assert _subagent_names(run, PARENT_ID) == [(CHILD_ID, "Laplace")]
+    gemini_parent = "9edcc6b6-9cae-4e8a-98e8-3b3ba6dbef3e"
+    assert _subagent_names(run, gemini_parent) == [("44469b4c-2fa4-4a90-b28d-088445068035", "generalist")]
+
+
+def test_a_codex_role_is_named_with_the_nickname_even_past_the_peeked_bytes(tmp_path: Path) -> None:
+    lines = LIVE_CODEX_CHILD.read_text().splitlines(keepends=True)
+    meta = json.loads(lines[0])
+    meta["payload"]["source"]["subagent"]["thread_spawn"]["agent_role"] = "explorer"
+    meta["payload"]["agent_role"] = "explorer"
+    meta["payload"]["base_instructions"] = {"text": "x" * (codex.PEEK_BYTES * 2)}  # a first line never read whole
+    child = tmp_path / LIVE_CODEX_CHILD.name
+    child.write_text(json.dumps(meta) + "\n" + "".join(lines[1:]))
+    found = codex.classify(child)
+    assert found is not None and (found.subagent_id, found.agent_type) == (CHILD_ID, "Laplace (explorer)")
+    assert codex.classify(LIVE_CODEX_PARENT).agent_type is None  # a session is no one's subagent

@@ -14,7 +14,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from corpus import CODEX, HILLVIEW, SLAY
+from corpus import CODEX, HILLVIEW, LIVE_CLAUDE, LIVE_CODEX, SLAY
 from memex.mcpserver.pages import MAX_RESULT_CHARS
 
 pytestmark = pytest.mark.subprocess
@@ -140,16 +140,80 @@ def test_pages_follow_next_offset(indexed: Path) -> None:
 def test_bad_arguments_and_errors_keep_the_server_running(indexed: Path) -> None:
     async def check(client: Client) -> None:
         assert "'hybrid', 'lexical' or 'semantic'" in await error(client, "search", query="x", mode="fuzzy")
-        assert "query" in await error(client, "search")  # missing
-        assert "greater than or equal to 1" in await error(client, "list_sessions", limit=0)
+        assert "query is required" in await error(client, "search")  # missing
+        assert "limit must be a whole number from 1 to 100" in await error(client, "list_sessions", limit=0)
         assert "no session matches 'zzzz'" in await error(client, "show_session", session="zzzz")
         assert "cannot read 'someday' as a date" in await error(client, "list_sessions", since="someday")
         assert "unknown agent 'vim'" in await error(client, "search", query="x", agent="vim")
         assert "may not pass 100" in await error(client, "search", query="x", offset=95, limit=10)
         assert "touched no files" in await error(client, "find_related", session=SLAY_ID)
         assert "Unknown tool" in await error(client, "forget_everything")
+        # An offset past what SQLite can count is a mistake in the arguments, not an internal error.
+        for tool, args in (("list_sessions", {}), ("show_session", {"session": SLAY_ID})):
+            message = await error(client, tool, offset=2**63 - 1, **args)
+            assert "offset" in message and "internal error" not in message, message
         # The same server still answers.
         assert (await call(client, "stats"))["sessions"] == 12
+
+    serve(check)
+
+
+# Each bad argument, and the one line the agent reads about it.
+ARGUMENT_ERRORS = [
+    ("search", {}, "query is required: a non-empty string"),
+    ("search", {"query": ""}, "query must be a non-empty string, not ''"),
+    ("search", {"query": 5}, "query must be a non-empty string, not 5"),
+    ("search", {"query": None}, "query must be a non-empty string, not null"),
+    ("search", {"query": "x", "mode": "fuzzy"}, "mode must be 'hybrid', 'lexical' or 'semantic', not 'fuzzy'"),
+    ("search", {"query": "x", "role": "bot"}, "role must be 'user' or 'assistant', not 'bot'"),
+    ("search", {"query": "x", "pr": "abc"}, "pr must be a whole number of 1 or more, not 'abc'"),
+    ("list_sessions", {"limit": -5}, "limit must be a whole number from 1 to 100, not -5"),
+    ("list_sessions", {"limit": "ten"}, "limit must be a whole number from 1 to 100, not 'ten'"),
+    ("list_sessions", {"limit": 2.5}, "limit must be a whole number from 1 to 100, not 2.5"),
+    ("list_sessions", {"agent": ["a", "b"]}, 'agent must be a string, not ["a", "b"]'),
+    ("show_session", {"session": "x", "offset": -1}, "offset must be a whole number from 0 to 1,000,000,000, not -1"),
+    ("show_session", {"session": "x", "view": "raw"}, "view must be 'mirror' or 'turns', not 'raw'"),
+    ("find_related", {"window": 0}, "window must be a whole number from 1 to 20, not 0"),
+    ("find_related", {"min_shared": -1}, "min_shared must be a whole number of 0 or more, not -1"),
+    ("recall", {"prompt": "x" * 500}, None),  # a good call: its error is the missing store, not the arguments
+    # Several mistakes in one call: each named, on one line.
+    (
+        "search",
+        {"mode": "x", "limit": 0},
+        "query is required: a non-empty string; mode must be 'hybrid', 'lexical' or 'semantic', not 'x'; "
+        "limit must be a whole number from 1 to 50, not 0",
+    ),
+]
+
+
+def test_each_argument_error_is_one_line_naming_the_argument(home: Path) -> None:
+    """Not the SDK's pydantic report (several lines and a link to pydantic's docs): one line per call,
+    naming each bad argument and what it takes, as the tool's error result."""
+
+    async def check(client: Client) -> None:
+        for tool, arguments, expected in ARGUMENT_ERRORS:
+            message = await error(client, tool, **arguments)
+            assert "\n" not in message and "pydantic" not in message, message
+            if expected is None:
+                assert "no memex database" in message, message
+            else:
+                assert message == f"Error executing tool {tool}: {expected}", message
+        assert "no memex database" in await error(client, "stats")  # the server still answers
+
+    serve(check)
+
+
+def test_a_misspelled_model_is_a_note_and_search_goes_by_words(indexed: Path, monkeypatch) -> None:
+    monkeypatch.setenv("MEMEX_EMBED_MODEL", "e5-smal-q4")
+
+    async def check(client: Client) -> None:
+        found = await call(client, "search", query="dotfiles")
+        line = "embed_model 'e5-smal-q4' is not a model memex knows; choices: e5-small-q4"
+        assert found["mode"] == "lexical" and found["results"][0]["session_id"] == SLAY_ID
+        assert found["notes"] == [f"semantic search unavailable ({line}); lexical results only"]
+        by_meaning = await call(client, "search", query="dotfiles", mode="semantic")
+        assert by_meaning["mode"] == "lexical" and by_meaning["notes"] == found["notes"]
+        assert SLAY_ID[:8] in (await call(client, "recall", prompt=DOTFILES))["text"]  # by words, no error
 
     serve(check)
 
@@ -196,5 +260,57 @@ def test_recall_and_find_related_with_the_model(indexed: Path) -> None:
         assert CODEX_ID not in {hit["session_id"] for hit in related["results"]}
         turns = await call(client, "find_related", kind="turns", session=CODEX_ID[:8], window=2)
         assert turns["window"] == 2 and all("turns" in hit for hit in turns["results"])
+
+    serve(check)
+
+
+def test_search_and_show_session_name_subagents(home: Path, run) -> None:
+    """A subagent's turn comes with the name its agent gave it (Claude Code's agentType and description,
+    Codex's nickname for a spawned agent)."""
+    for corpus in (LIVE_CLAUDE, LIVE_CODEX):
+        assert run("index", "--no-embed", str(corpus)).exit_code == 0
+
+    async def check(client: Client) -> None:
+        found = await call(client, "search", query="SUBAGENT-TASK list the files", mode="lexical")
+        named = {r["agent_id"]: (r["subagent_name"], r["subagent_description"]) for r in found["results"]}
+        assert named["a6464d481e77bfaa0"] == ("general-purpose", "List project files")
+        assert named["01a209d0-fa7c-7962-b6c3-548f6f302da0"] == ("Laplace", None)
+        shown = await call(client, "show_session", session="322e6fc1", view="turns")
+        names = {(t["agent_id"], t["subagent_name"]) for t in shown["turns"]}
+        assert names == {("", None), ("a6464d481e77bfaa0", "general-purpose")}
+        listed = await call(client, "list_sessions", agent="codex")
+        assert [s["subagent_names"] for s in listed["sessions"] if s["subagents"]] == [["Laplace"]]
+
+    serve(check)
+
+
+def test_a_long_query_keeps_the_result_under_its_budget(indexed: Path) -> None:
+    """An agent pasting a whole log as the query: the echo of it is cut, the answer stays a valid page."""
+    query = "dotfiles " + "x" * 60_000
+
+    async def check(client: Client) -> None:
+        found = await call(client, "search", query=query, mode="lexical")  # asserts the size budget
+        assert found["query"].startswith("dotfiles x") and len(found["query"]) < 2_100
+        assert "query" in found["truncated"]
+
+    serve(check)
+
+
+def test_turns_of_another_computers_session_point_to_the_mirror_view(indexed: Path) -> None:
+    """A session known by its mirror has no turns here: the error names the tool's own argument, not the
+    CLI's flags (an agent has no --turns or --raw to drop or use)."""
+    from memex.store.db import connect
+    from mirrortools import store_received_mirror
+
+    remote = "0c0c0c0c-1111-2222-3333-444444444444"
+    conn = connect(indexed / "memex.db")
+    store_received_mirror(conn, remote, "laptop", "/home/dev/shop", "the checkout bug", "why?", "rounding")
+    conn.close()
+
+    async def check(client: Client) -> None:
+        message = await error(client, "show_session", session=remote[:8], view="turns")
+        assert "laptop" in message and "view='mirror'" in message
+        assert "--turns" not in message and "--raw" not in message
+        assert (await call(client, "show_session", session=remote[:8]))["total"] == 2
 
     serve(check)

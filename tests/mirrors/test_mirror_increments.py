@@ -275,7 +275,7 @@ def test_a_store_from_before_segments_is_migrated(tmp_path: Path, config: Config
     assert [h["session_id"] for h in search_mirrors(conn, "narwhals arctic", Filters(), 5)] == ["s1"]
     conn.execute("INSERT INTO mirrors_fts(mirrors_fts) VALUES ('integrity-check')")
     jobs = conn.execute("SELECT count(*) FROM embed_jobs WHERE level = 'session'").fetchone()[0]
-    grown = mirrors.Mirror(**{**vars(mirror), "conversation_text": text + "\n\nUser: thanks", "content_hash": "h2"})
+    grown = mirrors.Mirror(**{**mirror.as_dict(), "conversation_text": text + "\n\nUser: thanks", "content_hash": "h2"})
     assert mirrors.store_mirror(conn, grown)
     assert get_mirror(conn, "s1") == grown
     assert conn.execute("SELECT count(*) FROM mirror_segments").fetchone()[0] == len(

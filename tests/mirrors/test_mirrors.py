@@ -173,7 +173,7 @@ def test_remote_mirrors_live_beside_local_ones(conn, config: Config, tmp_path: P
     simple_turn(session, "about herons", "herons answered")
     ingest(conn, config, session)
     local = build_mirror(conn, SID)
-    remote = Mirror(**{**vars(local), "computer": "laptop", "conversation_text": "User: remote words"})
+    remote = Mirror(**{**local.as_dict(), "computer": "laptop", "conversation_text": "User: remote words"})
     assert store_mirror(conn, remote) and not store_mirror(conn, remote)
     assert conn.execute("SELECT count(*) FROM mirrors WHERE session_id = ?", (SID,)).fetchone()[0] == 2
     assert get_mirror(conn, SID, "testbox").computer == "testbox"

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import memex.config
-from corpus import CODEX_SHORT, FIXTURES
+from corpus import CODEX_SHORT, FIXTURES, LIVE_PI, SPECSTORY
 from memex.config import Config
 from memex.ingest.indexer import discover, index_transcripts
 from memex.related import refresh_patterns, related_sessions, related_turns
@@ -26,6 +26,7 @@ from memex.related.resources import (
     FINDING_PATHS,
     LOADING_MODEL,
     counts,
+    missing_resources,
     resource_text,
 )
 from memex.related.windows import best_windows
@@ -380,3 +381,44 @@ def test_a_new_path_recipe_reembeds_and_recomputes_without_mixing(
     }
     assert all(found == {config.resource_model_version} for found in versions.values())
     assert count(conn, "resource_embeddings") == 14  # both versions' vectors stay (switching back is free)
+
+
+def test_folders_cursor_listed_are_no_files_worked_on(tmp_path: Path, config: Config, conn) -> None:
+    """Cursor's `list_dir` names a folder (`Listed directory src/commands` in a SpecStory export), as
+    Claude Code's LS and Gemini's list_directory do; it was counted as a file the session worked on, so
+    `src`, `src/commands` and `src/commands/session` were among a session's files and shared ones."""
+    folder = tmp_path / "proj" / ".specstory" / "history"
+    folder.mkdir(parents=True)
+    export = SPECSTORY / "history" / "2025-04-28_16-22-backlog-task-inquiry.md"
+    shutil.copy(export, folder)
+    shutil.copy(export, folder / "2025-04-29_10-00-backlog-task-inquiry-again.md")  # a second session
+    index(config, conn, folder, agent="cursor")
+    listed = {"src", "src/commands", "src/commands/session"}
+    mentioned = {row[0] for row in conn.execute("SELECT file_path FROM file_mentions WHERE tool_name = 'list_dir'")}
+    assert listed <= mentioned  # the listings are kept (the Files line, --file) ...
+    first, second = (row[0] for row in conn.execute("SELECT session_id FROM sessions ORDER BY session_id"))
+    found = related_sessions(conn, config, first, Filters(), limit=5)
+    (other,) = found["results"]
+    assert other["session_id"] == second and other["shared_count"] == other["file_count"] > 0
+    assert not set(other["files"]) & listed and not set(other["shared_files"]) & listed, other
+    assert not conn.execute("SELECT 1 FROM resource_embeddings WHERE resource = 'src/commands'").fetchone()
+
+
+@pytest.mark.parametrize("tool", ["ls", "find"])
+def test_folders_pi_listed_are_no_files_worked_on(tmp_path: Path, config: Config, conn, tool: str) -> None:
+    """Pi's `ls` and `find` name a folder to list or search, as Claude Code's LS does: the path is kept as a
+    mention, but it is not a file the session worked on (its `read` of the same path is)."""
+    source = LIVE_PI / "--home-dev-proj--" / "2026-11-23T21-15-47-723Z_01a20a43-d68b-756a-b2da-442f90eab4f9.jsonl"
+    read = '"name":"read","arguments":{"path":"/home/dev/proj/README.md"}'
+    for name, call in (("read", read), (tool, read.replace('"read"', f'"{tool}"'))):
+        folder = tmp_path / name / "--home-dev-proj--"
+        folder.mkdir(parents=True)
+        text = source.read_text()
+        assert read in text
+        (folder / source.name).write_text(text.replace(read, call))
+        conn.execute("DELETE FROM sessions")
+        index(config, conn, folder.parent, agent="pi")
+        (session_id,) = (row[0] for row in conn.execute("SELECT session_id FROM sessions"))
+        tools = {row[0] for row in conn.execute("SELECT tool_name FROM file_mentions WHERE file_path = 'README.md'")}
+        assert tools == {name}
+        assert missing_resources(conn, config, [session_id]) == (["README.md"] if name == "read" else [])

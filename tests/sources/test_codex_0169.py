@@ -59,16 +59,43 @@ def test_item_completed_user_message_is_the_prompt() -> None:
     assert not [e.entry_type for e in entries if e.unknown]  # every record type of 0.169 is known
 
 
+REPORT = 'Subagent "Laplace" reported: Subagent report: the folder holds notes.md, app.py and README.md.'
+
+
 def test_the_subagents_result_reads_as_its_report() -> None:
+    """Named as Codex names the agent it spawned (the spawn's output and its CollabAgentToolCall item)."""
     entries = good(LIVE_CODEX_PARENT)
     reports = [e for e in entries if e.extra.get("report_of")]
-    assert [(e.kind, e.text) for e in reports] == [
-        ("assistant", "Subagent reported: Subagent report: the folder holds notes.md, app.py and README.md.")
-    ]
+    assert [(e.kind, e.text) for e in reports] == [("assistant", REPORT)]
     assert reports[0].extra["report_of"] == CHILD_ID
     assert [e.text for e in entries if e.kind == "prompt"] == [
         "MOCK-SPAWN please delegate listing files to a sub-agent"
     ]
+
+
+def test_a_report_read_after_its_spawn_was_read_is_named_too(tmp_path: Path, monkeypatch) -> None:
+    """An incremental read from an offset past the spawn (the rollout grew between two indexings) still names
+    the agent; a rollout whose spawn names no agent leaves the report unnamed, as before."""
+    raw = LIVE_CODEX_PARENT.read_bytes().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(raw) if b"<subagent_notification>" in line)
+    offset = sum(len(line) for line in raw[:at])
+    resumed = [e for _, e in codex.read_entries(LIVE_CODEX_PARENT, offset, at) if isinstance(e, Entry)]
+    assert [e.text for e in resumed if e.extra.get("report_of")] == [REPORT]
+    nameless = tmp_path / LIVE_CODEX_PARENT.name
+    notification = next(line for line in raw if b"<subagent_notification>" in line)
+    # Unnamed, and many reports of it: the rollout is read again once at most, not once per report.
+    nameless.write_bytes(b"".join(line.replace(b"Laplace", b"") for line in raw) + notification * 50)
+    reads = []
+    original = codex.read_jsonl
+
+    def counted(*args, **kwargs):
+        reads.append(args[1:2])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(codex, "read_jsonl", counted)
+    reports = [e.text for e in good(nameless) if e.extra.get("report_of")]
+    assert reports == ["Subagent reported: Subagent report: the folder holds notes.md, app.py and README.md."] * 51
+    assert len(reads) <= 2  # the read itself, and one look back from the start for the names
 
 
 def _padded(source: Path, target: Path, size: int) -> Path:

@@ -101,3 +101,44 @@ def test_every_live_chat_is_one_session_with_its_subagents() -> None:
     assert subs == [("2093fa90", "f3c5ea33"), ("9edcc6b6", "44469b4c")]
     header = json.loads(SUBAGENT.read_text().splitlines()[0])
     assert header["kind"] == "subagent"
+
+
+def test_a_subagent_is_named_by_the_parents_invoke_agent_call(tmp_path: Path) -> None:
+    assert gemini.classify(SUBAGENT).agent_type == "generalist"
+    assert gemini.classify(TURN_LIMITED).agent_type == "generalist"
+    assert gemini.classify(DELEGATING).agent_type is None
+    # While the parent has not written the call yet (the subagent still runs), the subagent has no name.
+    chats = tmp_path / "chats"
+    (chats / SUBAGENT.parent.name).mkdir(parents=True)
+    child = chats / SUBAGENT.parent.name / SUBAGENT.name
+    child.write_bytes(SUBAGENT.read_bytes())
+    parent = chats / DELEGATING.name
+    parent.write_text("".join(line for line in DELEGATING.read_text().splitlines(True) if "invoke_agent" not in line))
+    assert gemini.classify(child).agent_type is None
+    parent.write_bytes(DELEGATING.read_bytes())
+    assert gemini.classify(child).agent_type == "generalist"
+
+
+def test_a_subagent_read_before_its_parent_named_it_is_named_when_the_parent_is_read(
+    tmp_path: Path, config, conn
+) -> None:
+    """Indexed while it ran (the daemon, a hook), a subagent's chat had no name yet and kept none: its own
+    file does not change once the parent records the `invoke_agent` call. Reading the grown parent names it."""
+    from memex.ingest.indexer import discover, index_transcripts
+
+    root = tmp_path / "tmp"
+    chats = root / "proj" / "chats"
+    (chats / SUBAGENT.parent.name).mkdir(parents=True)
+    (chats / SUBAGENT.parent.name / SUBAGENT.name).write_bytes(SUBAGENT.read_bytes())
+    parent = chats / DELEGATING.name
+    lines = DELEGATING.read_text().splitlines(True)
+    at = next(i for i, line in enumerate(lines) if SUBAGENT.stem in line and "invoke_agent" in line)
+    parent.write_text("".join(lines[:at]))
+
+    def names() -> set[tuple[str, str | None]]:
+        index_transcripts(conn, config, discover({"gemini": [root]}))
+        return {(r[0], r[1]) for r in conn.execute("SELECT agent_id, agent_type FROM subagent_sessions")}
+
+    assert names() == {(SUBAGENT.stem, None)}
+    parent.write_text("".join(lines))  # the subagent is done: the parent records the call
+    assert names() == {(SUBAGENT.stem, "generalist")}

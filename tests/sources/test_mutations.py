@@ -8,7 +8,6 @@ whole ingest into a real store: the file must not fail, and every entry the pars
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import sqlite3
@@ -274,7 +273,7 @@ def _read_alone(entry: Entry | BadLine) -> Entry | BadLine:
     blocks = [b for b in entry.blocks if not (b.kind == "text" and b.text.startswith("Subagent "))]
     if len(blocks) == len(entry.blocks):
         return entry
-    return dataclasses.replace(entry, kind="tool_result", role="tool", blocks=blocks)
+    return entry.replace(kind="tool_result", role="tool", blocks=blocks)
 
 
 @given(damaged_stretch(COPILOT_SOURCES, keep_first=True))

@@ -15,8 +15,10 @@ from memex.store.migrations import MIGRATIONS
 
 TOOL_ONLY = "exchangeCodeForTokens"
 
-# What migrations 9 to 11 added, removed again to turn a store made today into the store version 8 made.
+# What migrations 9 to 13 added, removed again to turn a store made today into the store version 8 made.
 _DOWNGRADE = """
+DROP INDEX sessions_computer;
+DROP INDEX subagent_sessions_transcript_path;
 DROP TRIGGER sessions_archive_pending_insert;
 DROP TRIGGER sessions_archive_pending_update;
 DROP TRIGGER subagent_sessions_archive_pending_insert;
@@ -78,7 +80,7 @@ def test_a_version_8_store_gains_role_search_at_once_and_tool_output_on_the_next
 
     conn = connect(path)  # migrates
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 12
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 13
         pending = conn.execute("SELECT count(*) FROM tool_output_backfill").fetchone()[0]
         streams = conn.execute("SELECT count(DISTINCT session_id || '/' || agent_id) FROM turns").fetchone()[0]
         assert pending == streams > 0

@@ -66,6 +66,25 @@ def test_forgetting_a_retired_computer_drops_its_mirrors_everywhere(computers, r
     assert b.cli("computers", "forget", "nosuch", "--yes").exit_code == 2
 
 
+def test_a_retired_computer_that_comes_back_publishes_its_sessions_again(computers) -> None:
+    """`memex computers forget alpha` while alpha was off, then alpha's daemon started again: its sessions
+    reach the others again (they stayed without them, `memex computers` showing alpha live with its sessions
+    and none of them here, until each changed)."""
+    a, b = slay_shared(computers)
+    a.stop()
+    assert b.cli("computers", "forget", "alpha", "--yes").exit_code == 0
+    settle(b)
+    assert b.mirrors("alpha") == {}
+    a.start()
+    settle(a, b)
+    settle(a, b)  # the forgetting is read by alpha's pass, its mirrors go out on the next ones
+    assert SLAY_ID in b.mirrors("alpha")
+    late = computers("gamma")  # a computer joining afterwards gets them too
+    late.start()
+    settle(a, b, late)
+    assert SLAY_ID in late.mirrors("alpha")
+
+
 def test_a_forgetting_asked_before_a_rename_is_published_under_the_new_name(computers) -> None:
     """A session forgotten while Redis was unreachable waits to be published; once the computer was renamed,
     it was waiting for a computer of the old name, which never comes: the others kept the session."""

@@ -244,6 +244,33 @@ def _daemon_process(computer: Computer, stderr: IO[bytes] | int = subprocess.PIP
     return process
 
 
+def test_a_misspelled_model_is_one_line_and_the_daemon_goes_on(computers, tmp_path: Path) -> None:
+    """embed_model set to a name memex does not know: the daemon logs one line naming the setting and the
+    choices (not a traceback, not again at every pass) and keeps indexing; words still find."""
+    a = computers("alpha", embed_model="e5-smal-q4", daemon_debounce_seconds=0, daemon_embed_seconds=1)
+    log_file = tmp_path / "daemon.err"
+    with log_file.open("wb") as err:
+        process = _daemon_process(a, stderr=err)
+    expected = "embed_model 'e5-smal-q4' is not a model memex knows; choices: e5-small-q4"
+    try:
+        session = new_session(a)
+        simple_turn(session, "the first notes about the okapi enclosure", "noted")
+        wait_until(lambda: expected in log_file.read_text(), timeout=30)  # its turn queued for a vector
+        simple_turn(session, "later: the okapi enclosure needs a gate", "a gate it is")
+        wait_until(lambda: "needs a gate" in a.cli("search", "okapi gate", "--mode", "lexical").stdout, timeout=30)
+        assert process.poll() is None
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=20)
+    log = log_file.read_text()
+    assert process.returncode == 0 and "Traceback" not in log, log
+    assert [line for line in log.splitlines() if "e5-smal-q4" in line] == [
+        next(line for line in log.splitlines() if expected in line)
+    ], log
+    found = a.cli("search", "okapi")
+    assert found.exit_code == 0 and f"semantic search unavailable ({expected})" in found.stderr
+
+
 def test_a_killed_daemon_is_not_taken_for_a_running_one(computers) -> None:
     """SIGKILL leaves the daemon's pid file behind: the Stop hook must not keep leaving notifications for
     it (instead of starting the background embedding), and a new daemon starts where it stopped."""

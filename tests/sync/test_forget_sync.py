@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from memex.cli.main import cli
 from memex.store.db import connect
-from synctools import SLAY, free_port, settle, slay_shared
+from synctools import SLAY, RedisServer, free_port, settle, slay_shared
 
 SLAY_ID = SLAY.stem
 HILLVIEW = SLAY.parents[2] / "hillview" / "-home-jenkins-Personal-AI-Infrastructure"
@@ -116,3 +116,44 @@ def test_the_forgotten_conversation_leaves_the_stream_too(computers, redis_url, 
     after = _stream_mirrors(redis_url, prefix)
     assert all(session != SLAY_ID for _, session in after)
     assert [m for m in before if m[1] != SLAY_ID] == after
+
+
+def test_one_publication_drops_the_mirrors_of_every_forgetting_it_carries(tmp_path) -> None:
+    """Forgettings published together (sessions of two computers and one whole computer) delete exactly
+    the stream entries of their mirrors, and no other computer's or session's, in one pass over the stream
+    (a Redis of the test's own counts the reads: before, each forgetting read the whole stream)."""
+    import redis
+
+    from memex.store.forget import add_tombstone, unpublished_tombstones
+    from memex.sync.forgets import publish
+    from memex.sync.keys import Keys
+
+    server = RedisServer(tmp_path / "redis")
+    server.start()
+    keys = Keys("memex")
+    client = redis.Redis.from_url(server.url)
+    stream = [(computer, f"s{n}") for computer in ("alpha", "beta", "gamma", "delta") for n in range(3)]
+    for computer, session in stream * 2:  # each mirror published twice: both entries go
+        client.xadd(keys.stream, {"mirror": "{}", "computer": computer, "session_id": session})
+    client.xadd(keys.stream, {"computer": "alpha", "kind": "heartbeat", "session_id": "s0"})  # not a mirror
+    conn = connect(tmp_path / "memex.db")
+    for session, owner in (("s0", "alpha"), ("s2", "alpha"), ("s1", "beta"), ("*", "gamma")):
+        add_tombstone(conn, session, owner, "here", "2026-11-24T00:00:00Z", published=False)
+    conn.commit()
+    try:
+        client.config_resetstat()
+        assert publish(conn, client, keys, "here", max_len=10_000) == 4
+        assert client.info("commandstats")["cmdstat_xrange"]["calls"] == 1
+        left = [
+            (f[b"computer"].decode(), f[b"session_id"].decode())
+            for _, f in client.xrange(keys.stream)
+            if b"mirror" in f
+        ]
+        kept = [("alpha", "s1"), ("beta", "s0"), ("beta", "s2"), ("delta", "s0"), ("delta", "s1"), ("delta", "s2")]
+        assert sorted(left) == sorted(kept * 2)
+        assert any(b"kind" in f and f[b"kind"] == b"heartbeat" for _, f in client.xrange(keys.stream))
+        assert unpublished_tombstones(conn) == []
+    finally:
+        conn.close()
+        client.close()
+        server.stop()

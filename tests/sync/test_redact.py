@@ -89,7 +89,8 @@ def _every_rule(text: str) -> list[Span]:
     for rule in RULES:
         for match in rule.pattern.finditer(text):
             group = next((g for g in rule.groups if match.group(g) is not None), 0)
-            found.append(Span(*match.span(group), rule.kind))
+            if rule.accept is None or rule.accept(match):
+                found.append(Span(*match.span(group), rule.kind))
     found.sort(key=lambda s: (s.start, -s.end))
     merged: list[Span] = []
     for span in found:

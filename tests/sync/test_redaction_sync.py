@@ -96,3 +96,29 @@ def test_planted_secrets_are_absent_on_b(computers, redis_url: str, prefix: str)
     assert GITHUB.encode() in b"".join(api.raw(SESSION_ID))
     # A's own store keeps its local mirror whole: redaction happens on the way out.
     assert GITHUB in a.mirrors("alpha")[SESSION_ID]["title"]
+
+
+def test_every_text_of_a_hit_leaves_redacted_through_the_api_as_through_mcp(tmp_path) -> None:
+    """A subagent's name is a text its agent wrote (Codex nicknames, Claude's agentType from a user's own
+    agent file): the daemon's API redacts it, as the MCP server does, with the hit's other texts."""
+    from memex.mcpserver.secrets import redacted_hit as for_mcp
+    from memex.store.db import connect
+    from memex.sync.outbound import redacted_hit as for_api
+
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    hit = {
+        "source": "turn",
+        "full_text": f"User: use {token}",
+        "matched_chunk": f"use {token}",
+        "prompt_text": f"use {token}",
+        "subagent_name": f"agent-{token}",
+        "subagent_description": f"push with {token}",
+        "title": "deploy",
+    }
+    conn = connect(tmp_path / "memex.db")
+    try:
+        for door in (for_api, for_mcp):
+            clean = door(conn, hit, "use")
+            assert not any(token in str(value) for value in clean.values()), (door.__module__, clean)
+    finally:
+        conn.close()

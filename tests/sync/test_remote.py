@@ -92,3 +92,21 @@ def test_search_and_show_work_with_every_daemon_down(pair: tuple[Computer, Compu
     assert shown.exit_code == 0 and json.loads(shown.stdout)["mirror"]["computer"] == "alpha"
     local = a.cli("show", SLAY_ID, "--raw")
     assert local.exit_code == 0 and local.stdout_bytes == SLAY.read_bytes()  # from disk, no daemon needed
+
+
+def test_a_remote_search_by_words_only_says_why(computers) -> None:
+    """A computer without a usable model answers by words alone: its notes travel with its answer (the
+    `/v1/search` body's `notes`), and the asking computer shows them, named, as it shows its own."""
+    from memex.sync.client import ApiClient
+    from synctools import TOKEN, settle
+
+    a, b = computers("alpha", embed_model="e5-smal-q4"), computers("beta")
+    a.add_claude(SLAY, "-Users-chloe-c-slay")
+    a.start(serve_api=True)
+    b.start()
+    settle(a, b)
+    assert a.daemon is not None and a.daemon.api is not None
+    answer = ApiClient(a.daemon.api.url, TOKEN, timeout=60).search("slay", 3)
+    assert answer["results"] and any("e5-smal-q4" in note for note in answer["notes"]), answer["notes"]
+    shown = b.cli("search", "slay", "--computer", "alpha")
+    assert shown.exit_code == 0 and "note: alpha: semantic search unavailable (embed_model 'e5-smal-q4'" in shown.output

@@ -165,7 +165,7 @@ def test_nothing_of_any_secret_in_what_the_api_answers(alpha: Computer) -> None:
     answers: list[Any] = [client.search("pangolin", 100)]
     # Each secret's own neighbourhood: the chunk a search for the word beside it returns.
     for i in [*range(len(CORPUS)), 99]:
-        found = client.search(anchor(i), 5)
+        found = client.search(anchor(i), 5)["results"]
         assert found, anchor(i)
         answers.append(found)
     answers.append(client.search("log", 10))
@@ -182,7 +182,7 @@ def test_nothing_of_any_secret_in_what_the_api_answers(alpha: Computer) -> None:
         conn.close()
     assert any("BEGIN" not in c for c in stored)
     # That chunk is among the answers, cleaned.
-    chunks = [hit["matched_chunk"] for hit in client.search(anchor(99), 5)]
+    chunks = [hit["matched_chunk"] for hit in client.search(anchor(99), 5)["results"]]
     assert any("-----END RSA PRIVATE KEY-----" in c or "[REDACTED:private-key]" in c for c in chunks)
     assert all("BEGIN" not in c for c in chunks if anchor(99) in c)
 

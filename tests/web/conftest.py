@@ -3,7 +3,6 @@ served over a real socket on 127.0.0.1."""
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -49,7 +48,7 @@ def corpus(indexed: Path, home: Path, config: Config) -> Config:
     try:
         mirror = build_mirror(conn, SUBAGENT_SESSION)
         assert mirror is not None
-        received = dataclasses.replace(mirror, session_id=MIRRORED, computer="laptop", title=HOSTILE)
+        received = mirror.replace(session_id=MIRRORED, computer="laptop", title=HOSTILE)
         store_mirror(conn, received)
         conn.commit()
     finally:

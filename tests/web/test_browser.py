@@ -13,6 +13,7 @@ import pytest
 
 from webtools import HOSTILE_SHOWN, LONG_SESSION, MIRRORED, SUBAGENT_SESSION, Browser
 
+CODEX_ID = "019a802a-aab1-7c31-9831-d2510c7a74a2"  # a MoonMind rollout: long spec paths
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [
     pytest.mark.browser,
@@ -108,3 +109,34 @@ def test_forget_in_a_browser(browser_page) -> None:
     shot(page, screens, "forgotten")
     page.goto(base + "/")
     assert page.locator(f'a.title[href="/s/{LONG_SESSION}"]').count() == 0
+
+
+def test_a_phone_scrolls_only_down(browser_page) -> None:
+    """At 375 px (a phone) no page is wider than the screen: the header's search box and the sessions table
+    (its titles, the column a reader came for) fit, the rows stacked, rather than hide to the right."""
+    page, base, screens = browser_page
+    page.set_viewport_size({"width": 375, "height": 800})
+    for name, path in [
+        ("phone-sessions", "/"),
+        ("phone-conversation", f"/s/{SUBAGENT_SESSION}"),
+        ("phone-turns", f"/s/{SUBAGENT_SESSION}?turns=1"),
+        ("phone-search", "/search?q=zebra+rotation"),
+    ]:
+        page.goto(base + path)
+        shot(page, screens, name)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 375, path
+    page.goto(base + "/")
+    title = page.locator("a.title").first.bounding_box()
+    assert title is not None and title["x"] + title["width"] <= 375
+
+
+def test_a_phone_reads_long_paths(browser_page) -> None:
+    """A Codex session's files (`specs/005-orchestrator-architecture/contracts/orchestrator.openapi.yaml`),
+    opened on a phone, wrap within the screen rather than widen the page."""
+    page, base, screens = browser_page
+    page.set_viewport_size({"width": 375, "height": 800})
+    page.goto(f"{base}/s/{CODEX_ID}?turns=1")
+    page.locator("details.files summary").click()
+    assert page.locator("details.files code").count() > 3
+    shot(page, screens, "phone-files")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375

@@ -38,7 +38,7 @@ def test_sessions_list_marks_mirrors_and_subagents(web: Browser) -> None:
     assert "7de1dd02-d3f9-49aa-8911-7d5b98666a03" in links  # HillviewCap
     row = re.search(r'<tr class="mirror">.*?</tr>', page.body, re.S)
     assert row is not None and "laptop" in row.group(0) and "badge mirror" in row.group(0)
-    assert "+1 subagent<" in page.body
+    assert "+1 subagent: general-purpose<" in page.body  # the live Claude Code session's, by its agentType
 
 
 @pytest.mark.parametrize(
@@ -88,7 +88,9 @@ def test_turns_nest_subagents_and_collapse_tools(web: Browser) -> None:
     assert page.status == 200
     sub = re.search(r'<article class="turn subagent".*?</article>', page.body, re.S)
     assert sub is not None
-    assert "subagent a6464d481e77bfaa0" in sub.group(0) and "SUBAGENT-TASK" in sub.group(0)
+    # Named as Claude Code recorded it (agent-<id>.meta.json: agentType, description), with its id.
+    assert "subagent general-purpose &#34;List project files&#34; (a6464d481e77bfaa0)" in sub.group(0)
+    assert "SUBAGENT-TASK" in sub.group(0)
     assert '<details class="tools"><summary>Tools</summary><pre>Tools: Read ×1, Bash ×1' in page.body
 
 
@@ -121,8 +123,23 @@ def test_search_highlights_the_query_words(web: Browser) -> None:
     page = web.get("/search?q=zebra+rotation&mode=lexical")
     assert page.status == 200
     assert "<mark>zebra</mark>" in page.body and "<mark>rotation</mark>" in page.body
-    assert f'href="/s/{SUBAGENT_SESSION}?turns=1"' in page.body
+    assert re.search(f'href="/s/{SUBAGENT_SESSION}\\?turns=1#t\\d+"', page.body)
     assert "No matching turns" not in page.body
+
+
+@pytest.mark.parametrize("scope", ["conversation", "tools"])
+def test_a_hit_links_to_its_turn(web: Browser, scope: str) -> None:
+    """A hit opens its session at the turn that matched (of many, the subagent's here), not at the top."""
+    query = "SUBAGENT-TASK" if scope == "conversation" else "notes.md"
+    page = web.get(f"/search?q={query}&mode=lexical&in={scope}&session={SUBAGENT_SESSION[:8]}&per_session=5")
+    links = re.findall(f'href="(/s/{SUBAGENT_SESSION}\\?turns=1)#(t\\d+)"', page.body)
+    assert links, page.body
+    for path, anchor in links:
+        turns = web.get(path).body
+        article = re.search(f'<article class="turn[^"]*"[^>]*>\\s*<h3 id="{anchor}">(.*?)</article>', turns, re.S)
+        assert article is not None, anchor
+        if scope == "conversation":
+            assert "SUBAGENT-TASK" in article.group(1) and "subagent" in article.group(0)
 
 
 def test_search_filters_and_modes(web: Browser) -> None:
@@ -135,6 +152,12 @@ def test_search_filters_and_modes(web: Browser) -> None:
     assert web.get("/search?q=zebra&limit=abc").status == 400
     form = web.get("/search")
     assert form.status == 200 and '<ol class="hits">' not in form.body
+
+
+def test_search_names_the_subagent_of_a_hit(web: Browser) -> None:
+    page = web.get(f"/search?q=SUBAGENT-TASK&mode=lexical&session={SUBAGENT_SESSION[:8]}&limit=5")
+    assert page.status == 200
+    assert "subagent general-purpose &#34;List project files&#34; (a6464d481e77bfaa0)" in page.body
 
 
 def test_search_in_tool_output_and_by_role(web: Browser) -> None:
@@ -238,7 +261,29 @@ def test_served_remotely_every_request_needs_the_token(corpus: Config) -> None:
         server.stop()
 
 
-def test_before_any_index_the_list_is_empty(home: Path) -> None:
+def test_a_link_with_the_token_keeps_the_rest_of_its_query(corpus: Config) -> None:
+    """A link to a search or to a session's turns, with the token: the token moves to the cookie, and the
+    page the link named opens (before, the redirect dropped every parameter: an empty search page)."""
+    token = "t" * 32
+    server = WebServer(corpus, token=token)
+    server.start()
+    try:
+        anonymous = Browser(server)
+        link = anonymous.get(f"/search?q=zebra&token={token}&mode=lexical")
+        assert link.status == 303 and link.headers["location"] == "/search?q=zebra&mode=lexical"
+        cookie = link.headers["set-cookie"].split(";", 1)[0]
+        page = anonymous.get(link.headers["location"], Cookie=cookie)
+        assert page.status == 200 and "MOCK-READ" in page.body
+        turns = anonymous.get(f"/s/{SUBAGENT_SESSION}?token={token}&turns=1")
+        assert turns.headers["location"] == f"/s/{SUBAGENT_SESSION}?turns=1"
+        # A value with reserved characters goes back as it came.
+        odd = anonymous.get(f"/search?q=a%26b%3Dc+d%C3%A9&token={token}")
+        assert odd.headers["location"] == "/search?q=a%26b%3Dc+d%C3%A9"
+    finally:
+        server.stop()
+
+
+def test_before_any_index_the_list_says_to_index(home: Path) -> None:
     from memex.config import load_config
 
     config = load_config()
@@ -246,7 +291,8 @@ def test_before_any_index_the_list_is_empty(home: Path) -> None:
     server.start()
     try:
         page = Browser(server).get("/")
-        assert page.status == 200 and "No sessions match." in page.body
+        assert page.status == 200 and "No sessions match." not in page.body  # nothing indexed: the page says so
+        assert "Nothing is indexed yet: run `memex index`" in page.body and '<form class="filters"' in page.body
         assert not config.db_path.exists()  # the viewer created no store
     finally:
         server.stop()
@@ -312,3 +358,119 @@ def test_without_a_port_the_command_moves_off_a_taken_default(corpus: Config) ->
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_served_remotely_a_rotated_token_file_is_honoured_without_a_restart(corpus: Config) -> None:
+    """As the daemon's API: the token file is read again when it changes (a token copied from another
+    computer, or a new one), the old token then opens nothing, a link with the new one does."""
+    from memex.sync.token import token_path
+
+    first, second = "first-token-" + "a" * 24, "second-token-" + "b" * 24
+    token_path(corpus).write_text(first + "\n")
+    server = WebServer(corpus, token=first)
+    server.start()
+    try:
+        assert Browser(server, token=first).get("/").status == 200
+        token_path(corpus).write_text(second + "\n")
+        assert Browser(server, token=second).get("/").status == 200
+        assert Browser(server, token=first).get("/").status == 401
+        anonymous = Browser(server)
+        assert anonymous.get(f"/?token={first}").status == 401
+        link = anonymous.get(f"/?token={second}")
+        assert link.status == 303 and anonymous.get("/", Cookie=link.headers["set-cookie"].split(";")[0]).status == 200
+        token_path(corpus).write_text("")  # being copied: the token in force stays
+        assert Browser(server, token=second).get("/").status == 200
+    finally:
+        server.stop()
+
+
+def test_show_more_appears_only_when_there_is_more(web: Browser, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ "Show more" when more sessions wait, never when the page already holds them all (it then led to the
+    same list), and never to a limit the viewer refuses (doubling 6,400 led to 12,800: an error page)."""
+    from memex.web import app
+
+    every = session_links(web.get("/?limit=1000").body)
+    count = len(every)
+    assert "Show more" not in web.get(f"/?limit={count}").body
+    fewer = web.get(f"/?limit={count - 1}&agent=")
+    assert len(session_links(fewer.body)) == count - 1
+    more = re.search(r'<p class="more"><a href="([^"]+)">Show more</a>', fewer.body)
+    assert more is not None and more.group(1).replace("&amp;", "&") == f"?agent=&limit={2 * (count - 1)}"
+    assert session_links(web.get("/" + more.group(1).replace("&amp;", "&")).body) == every
+
+    monkeypatch.setattr(app, "SESSIONS_LIMIT_MAX", count - 1)  # a store larger than the most a page lists
+    capped = web.get(f"/?limit={count - 2}")
+    more = re.search(r'href="\?limit=(\d+)">Show more', capped.body)
+    assert more is not None and int(more.group(1)) == count - 1
+    assert web.get(f"/?limit={more.group(1)}").status == 200
+    last = web.get(f"/?limit={count - 1}").body
+    assert "Show more" not in last and "narrow them with the filters" in last
+
+
+@pytest.mark.parametrize(
+    ("path", "typed"),
+    [
+        ("/?agent=codex&since=yesterdayish", ["codex", "yesterdayish"]),
+        ("/search?q=zebra+rotation&project=proj&since=yesterdayish", ["zebra rotation", "proj", "yesterdayish"]),
+        ("/search?q=zebra&agent=nobody&file=notes.md", ["zebra", "nobody", "notes.md"]),
+    ],
+)
+def test_a_mistyped_filter_keeps_the_form(web: Browser, path: str, typed: list[str]) -> None:
+    """The error is said above the form, which still holds every value typed: one field to correct, not
+    a page saying 'Cannot show that' and the search to type again."""
+    page = web.get(path)
+    assert page.status == 400
+    assert '<p class="error">' in page.body and "Cannot show that" not in page.body
+    assert '<form class="filters"' in page.body
+    for value in typed:
+        assert f'value="{value}"' in page.body, value
+    assert "No sessions match" not in page.body and "No matching" not in page.body
+
+
+def test_search_for_a_session_not_there_keeps_the_form(web: Browser) -> None:
+    page = web.get("/search?q=zebra&session=nosuchsession")
+    assert page.status == 404 and "no session matches" in page.body and 'value="nosuchsession"' in page.body
+
+
+def test_a_session_without_turns_says_so(web: Browser) -> None:
+    """A HillviewCap session of a title only: its turns page says there are none rather than stay blank."""
+    page = web.get("/s/7de1dd02-d3f9-49aa-8911-7d5b98666a03?turns=1")
+    assert page.status == 200 and '<article class="turn' not in page.body
+    assert '<p class="empty">No turns' in page.body
+    assert '<p class="empty">No turns' not in web.get(f"/s/{SUBAGENT_SESSION}?turns=1").body
+
+
+@pytest.mark.model
+def test_related_of_a_session_that_touched_no_file(run, web: Browser) -> None:
+    """The session page's "Related sessions" of a session that read no file opens a page saying why there
+    is nothing to compare, with the way back: not a bare 'Cannot show that'."""
+    assert run("find-related", "sessions", SUBAGENT_SESSION, "--json").exit_code == 0  # stores the vectors
+    assert f'href="/s/{LONG_SESSION}/related"' in web.get(f"/s/{LONG_SESSION}").body
+    page = web.get(f"/s/{LONG_SESSION}/related")
+    assert "Cannot show that" not in page.body and "<h1>Related to" in page.body
+    assert "touched no files" in page.body and f'<a href="/s/{LONG_SESSION}">Back to the session</a>' in page.body
+    assert web.get(f"/s/{SUBAGENT_SESSION}/related?limit=0").status == 400
+
+
+def test_files_touched_name_no_internal_label(web: Browser) -> None:
+    """HillviewCap's settings.json, edited and restored by Claude Code's file history: its line in "Files
+    touched" reads 'Edit, Read, file history snapshot', not memex's own 'file_history_snapshot'."""
+    page = web.get("/s/5eac5945-4cf4-4f5c-a46a-1f8dacb407aa")
+    assert page.status == 200
+    line = re.search(r'<code>/home/jenkins/\.claude/settings\.json</code> <span class="dim">([^<]*)</span>', page.body)
+    assert line is not None and line.group(1) == "Edit, Read, file history snapshot"
+
+
+def test_turns_are_numbered_as_the_list_counts_them(web: Browser) -> None:
+    """The live Claude Code session: listed with 4 turns, its turns page numbers the main agent's 1 to 4
+    and its subagent's own turn 'subagent turn 1' (it was 'turn 3', and the main agent's last 'turn 5')."""
+    row = re.search(
+        r'<td class="num">(\d+)<span class="unit">[^<]*</span></td>\s*'
+        f'<td class="titled"><a class="title" href="/s/{SUBAGENT_SESSION}"',
+        web.get("/").body,
+    )
+    assert row is not None
+    listed = int(row.group(1))
+    headings = re.findall(r'<h3 id="t\d+">((?:subagent )?turn \d+) ·', web.get(f"/s/{SUBAGENT_SESSION}?turns=1").body)
+    assert [h for h in headings if not h.startswith("subagent")] == [f"turn {n}" for n in range(1, listed + 1)]
+    assert headings.count("subagent turn 1") == 1

@@ -28,14 +28,14 @@ import re
 import sqlite3
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Final
 
 from memex.archive import frames
 from memex.config import Config
 from memex.errors import SourceChanged
+from memex.plain import FrozenRecord, Record
 from memex.sources import fingerprint, is_synthetic, raw_transcript
 from memex.sources.files import open_regular
 from memex.sources.model import Transcript
@@ -49,24 +49,45 @@ COMPACT_PIECES = 24
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
-@dataclass(frozen=True)
-class Stream:
+class Stream(FrozenRecord):
     """One transcript to archive: a session's main file (`agent_id` empty) or one subagent's."""
 
-    agent: str
-    session_id: str  # as the store keys it
-    agent_id: str
-    source: Path
-    transcript_session_id: str = ""  # the id the transcript names, when the store's differs
+    __slots__ = ("agent", "agent_id", "session_id", "source", "transcript_session_id")
+
+    agent: Final[str]
+    session_id: Final[str]  # as the store keys it
+    agent_id: Final[str]
+    source: Final[Path]
+    transcript_session_id: Final[str]  # the id the transcript names, when the store's differs
+
+    def __init__(
+        self,
+        agent: str,
+        session_id: str,
+        agent_id: str,
+        source: Path,
+        transcript_session_id: str = "",
+    ) -> None:
+        self.agent = agent
+        self.session_id = session_id
+        self.agent_id = agent_id
+        self.source = source
+        self.transcript_session_id = transcript_session_id
 
 
-@dataclass
-class KeepReport:
+class KeepReport(Record):
     """What `keep_copy` did: new, appended, compacted, rewritten, unchanged, missing (source gone)."""
 
+    __slots__ = ("raw_bytes", "status", "stored_bytes")
+
     status: str
-    raw_bytes: int = 0
-    stored_bytes: int = 0
+    raw_bytes: int
+    stored_bytes: int
+
+    def __init__(self, status: str, raw_bytes: int = 0, stored_bytes: int = 0) -> None:
+        self.status = status
+        self.raw_bytes = raw_bytes
+        self.stored_bytes = stored_bytes
 
 
 def archive_root(config: Config) -> Path:
@@ -77,9 +98,9 @@ def archive_root(config: Config) -> Path:
 def _safe(name: str) -> str:
     clean = _UNSAFE.sub("_", name)[:100]
     if clean != name:  # two names made the same by the cleaning stay apart
-        import hashlib
+        from memex.digest import blake2b
 
-        clean += "-" + hashlib.blake2b(name.encode(), digest_size=4).hexdigest()
+        clean += "-" + blake2b(name.encode(), digest_size=4).hexdigest()
     return clean or "_"
 
 

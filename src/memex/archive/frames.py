@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Final
 
 import orjson
 
+from memex.digest import blake2b
 from memex.errors import ArchiveCorrupt
+from memex.plain import FrozenRecord, Record
 
 FORMAT = 1
 # Skippable frames are 0x184D2A50..5F; this one is memex's.
@@ -41,37 +42,63 @@ MAX_META_BYTES = 65_536
 
 def digest(data: bytes) -> str:
     """The hash the archive keeps of a piece's bytes (and of the head of the archived part)."""
-    import hashlib  # hashlib and zstandard are imported when a piece is made or read (OpenSSL alone: 3 ms)
-
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    return blake2b(data, digest_size=16).hexdigest()
 
 
-@dataclass(frozen=True)
-class Piece:
+class Piece(FrozenRecord):
     """One complete piece: where its bytes lie in the transcript and in the archive file."""
 
-    offset: int  # in the transcript
-    length: int
-    at: int  # in the archive file: the start of its description
-    frame_at: int  # in the archive file: the start of its zstd frame
-    frame_length: int
-    hash: str
-    head_hash: str
-    mtime_ns: int | None = None  # the source's modification time when the piece was written
+    __slots__ = ("at", "frame_at", "frame_length", "hash", "head_hash", "length", "mtime_ns", "offset")
+
+    offset: Final[int]  # in the transcript
+    length: Final[int]
+    at: Final[int]  # in the archive file: the start of its description
+    frame_at: Final[int]  # in the archive file: the start of its zstd frame
+    frame_length: Final[int]
+    hash: Final[str]
+    head_hash: Final[str]
+    mtime_ns: Final[int | None]  # the source's modification time when the piece was written
+
+    def __init__(
+        self,
+        offset: int,
+        length: int,
+        at: int,
+        frame_at: int,
+        frame_length: int,
+        hash: str,
+        head_hash: str,
+        mtime_ns: int | None = None,
+    ) -> None:
+        self.offset = offset
+        self.length = length
+        self.at = at
+        self.frame_at = frame_at
+        self.frame_length = frame_length
+        self.hash = hash
+        self.head_hash = head_hash
+        self.mtime_ns = mtime_ns
 
     @property
     def end(self) -> int:
         return self.offset + self.length
 
 
-@dataclass
-class Scan:
+class Scan(Record):
     """What an archive file holds: its header and complete pieces, and where the complete part ends."""
+
+    __slots__ = ("end", "header", "pieces", "size")
 
     header: dict[str, Any]
     pieces: list[Piece]
     end: int  # bytes of the file that are complete pieces (and the header)
     size: int  # bytes of the file (more than `end` after an interrupted write)
+
+    def __init__(self, header: dict[str, Any], pieces: list[Piece], end: int, size: int) -> None:
+        self.header = header
+        self.pieces = pieces
+        self.end = end
+        self.size = size
 
     @property
     def raw_bytes(self) -> int:

@@ -28,6 +28,7 @@ from memex.store.archive import (
     ArchiveRow,
     archive_paths,
     archive_rows,
+    copy_needed,
     listed_folders,
     mark_source_gone,
     save_archive_row,
@@ -165,6 +166,34 @@ def register_found(conn: sqlite3.Connection, config: Config) -> int:
         with transaction(conn):
             save_listed_folders(conn, stamps)
     return found
+
+
+def lost_copies(conn: sqlite3.Connection, root: Path) -> list[ArchiveRow]:
+    """The archive's recorded copies that are missing or shorter than recorded (a `stat` per copy)."""
+    lost = []
+    for row in archive_rows(conn):
+        try:
+            whole = (root / row.archive_path).stat().st_size >= row.stored_bytes
+        except OSError:
+            whole = False
+        if not whole:
+            lost.append(row)
+    return lost
+
+
+def mark_lost_copies(conn: sqlite3.Connection, config: Config) -> int:
+    """Make pending again the streams whose recorded copy is gone or cut short while their transcript is
+    still on disk (the archive folder deleted, or a store restored without it), so the run that follows
+    copies them anew. Returns how many. Looked at only when the archive's folders changed since the store
+    last listed them, or the archive folder is gone (a `stat` per agent folder); then a `stat` per copy."""
+    root = archive_root(config)
+    if root.is_dir() and folder_stamps(root) == listed_folders(conn):
+        return 0
+    lost = [(row.session_id, row.agent_id) for row in lost_copies(conn, root) if row.source_gone_at is None]
+    if lost:
+        with transaction(conn):
+            copy_needed(conn, lost)
+    return len(lost)
 
 
 def restore(reader: ArchiveReader, target: Path, mtime_ns: int | None) -> None:

@@ -8,7 +8,6 @@ import os
 import sqlite3
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import click
@@ -19,6 +18,7 @@ from memex.api import Memex
 from memex.cli.pager import page, pager_command, terminal_lines
 from memex.cli.render import labelled, short_time
 from memex.config import Config, load_config
+from memex.plain import Record
 
 # Lines are not wrapped at 80 columns when output goes to a pipe or a file.
 PIPE_WIDTH = 160
@@ -32,21 +32,44 @@ def count_type(minimum: int = 1) -> click.IntRange:
     return click.IntRange(minimum, MAX_COUNT)
 
 
-@dataclass
-class App:
+class App(Record):
     """Wires configuration, the store and the terminal together; commands receive it from click."""
 
-    config: Config = field(default_factory=load_config)
-    stdout: TextIO = field(default_factory=lambda: sys.stdout)
-    stderr: TextIO = field(default_factory=lambda: sys.stderr)
-    _memex: Memex | None = None
+    __slots__ = ("_memex", "_page", "_page_width", "config", "on_interrupt", "pager", "stderr", "stdout", "utc")
+
+    config: Config
+    stdout: TextIO
+    stderr: TextIO
+    _memex: Memex | None
     # Set by a command that writes: what it kept so far and how to continue, said when Ctrl-C stops it.
-    on_interrupt: Callable[[], str] | None = None
+    on_interrupt: Callable[[], str] | None
     # Times in UTC rather than local time (`--utc`), and whether long output may go through a pager.
-    utc: bool = False
-    pager: bool = True
-    _page: io.StringIO | None = None  # output kept for the pager while `paged` runs
-    _page_width: int = 0
+    utc: bool
+    pager: bool
+    _page: io.StringIO | None  # output kept for the pager while `paged` runs
+    _page_width: int
+
+    def __init__(
+        self,
+        config: Config | None = None,
+        stdout: TextIO | None = None,
+        stderr: TextIO | None = None,
+        _memex: Memex | None = None,
+        on_interrupt: Callable[[], str] | None = None,
+        utc: bool = False,
+        pager: bool = True,
+        _page: io.StringIO | None = None,
+        _page_width: int = 0,
+    ) -> None:
+        self.config = load_config() if config is None else config
+        self.stdout = sys.stdout if stdout is None else stdout
+        self.stderr = sys.stderr if stderr is None else stderr
+        self._memex = _memex
+        self.on_interrupt = on_interrupt
+        self.utc = utc
+        self.pager = pager
+        self._page = _page
+        self._page_width = _page_width
 
     @property
     def out(self) -> Console:

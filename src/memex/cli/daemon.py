@@ -14,7 +14,7 @@ import click
 from memex.api import Memex
 from memex.cli.app import App
 from memex.config import Config, load_config
-from memex.errors import ConfigError
+from memex.errors import ConfigError, EmbedderUnavailable, interrupt_behind
 from memex.sync.daemon import Daemon
 from memex.sync.link import display_url
 from memex.sync.token import token_path
@@ -50,9 +50,20 @@ def _run(config: Config, once: bool, no_api: bool) -> Config | None:
     """Run the daemon with `config` until it is stopped (None), or until `config.toml` changes to other
     valid settings (returned: the daemon restarts with them)."""
     embedder = Memex(config)  # its own connection: a slice of embedding work after each pass
+    no_model: list[str] = []  # why there is no embedding model, once found out
 
     def embed() -> int:
-        return embedder.embed_slice(config.daemon_embed_seconds)
+        # Without its model (a misspelled embed_model, a package missing) the daemon says so once, in one
+        # line, and goes on without vectors: semantic search falls back to words until the setting is fixed
+        # (an edit of config.toml restarts the daemon, which then tries again).
+        if no_model:
+            return 0
+        try:
+            return embedder.embed_slice(config.daemon_embed_seconds)
+        except EmbedderUnavailable as exc:
+            no_model.append(str(exc))
+            log.warning("semantic search is off (%s): the daemon indexes and shares without vectors", exc)
+            return 0
 
     daemon = Daemon(config, serve_api=not no_api, tasks=[embed])
     settings = _SettingsWatch(config)
@@ -78,7 +89,9 @@ def _run(config: Config, once: bool, no_api: bool) -> Config | None:
         try:
             daemon.start()
             starting = False
-        except _Stopped:
+        except BaseException as exc:
+            if not isinstance(interrupt_behind(exc), _Stopped):
+                raise
             click.echo("memex daemon: stopped", err=True)
             return None
         shared = "no Redis"

@@ -95,13 +95,13 @@ def index_command(
     _print_failures(app, report)
     embedded = None if no_embed or not app.config.index_embeds else _embed(app)
     if as_json:
-        app.emit_json({**report.as_dict(), "embed": embedded})
+        app.emit_json({**report.to_json(), "embed": embedded})
         _exit_status(report)
         return
     if not found.transcripts and not found.unchanged and not report.failed and not report.refused:
         where = ", ".join(str(p) for ps in found.roots.values() for p in ps)
         app.err.print(f"No transcripts found under {where}.")
-    rows = report.as_dict()
+    rows = report.to_json()
     summary = [
         (label, str(rows[key]))
         for label, key in [

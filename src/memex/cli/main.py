@@ -13,7 +13,7 @@ import click
 
 from memex import __version__
 from memex.cli.app import App
-from memex.errors import MemexError
+from memex.errors import MemexError, interrupt_behind
 
 # Exit status of a command stopped by Ctrl-C (128 + SIGINT), as shells report it.
 INTERRUPTED_EXIT = 130
@@ -132,7 +132,13 @@ class MemexGroup(click.Group):
             raise Failure(error) from None
         except click.UsageError as error:
             raise _one_line(error) from None
-        except KeyboardInterrupt:
+        except click.exceptions.Exit:
+            raise
+        except (KeyboardInterrupt, Exception) as error:
+            # A Ctrl-C, also one that the code it landed in re-raised as another error (a class being
+            # created while a module was imported): an interrupt, reported as one, not a traceback.
+            if interrupt_behind(error) is None:
+                raise
             signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not cut the report short
             raise Interrupted(_interrupt_note(ctx)) from None
 

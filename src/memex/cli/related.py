@@ -12,12 +12,12 @@ from rich.text import Text
 from memex.api import Memex
 from memex.cli.app import App, count_type
 from memex.cli.options import build_filters, display_options, filter_options, json_option
-from memex.cli.render import project_name, step_progress, subagent_label, title_text
+from memex.cli.render import project_name, step_progress, title_text
 from memex.errors import UserError
 from memex.related.centroids import stale_sessions
 from memex.reports import Related
 from memex.store.db import store_writable
-from memex.textutil import counted, short_id, shorten
+from memex.textutil import counted, short_id, shorten, subagent_label
 
 
 @click.group("find-related")
@@ -108,7 +108,8 @@ def print_turns(app: App, found: Related) -> None:
         for turn in hit["turns"]:
             line = Text(f"   › {app.when(turn['started_at'])} ", style="dim")
             if turn["agent_id"]:
-                line.append(subagent_label(turn["agent_id"]) + " ", style="magenta")
+                label = subagent_label(turn["agent_id"], turn.get("subagent_name"), turn.get("subagent_description"))
+                line.append(label + " ", style="magenta")
             line.append(shorten(turn["prompt"], 110), style="default")
             app.out.print(line)
         app.out.print(shared_line(hit))

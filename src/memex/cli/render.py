@@ -38,10 +38,6 @@ def project_name(project_dir: str | None) -> str:
     return project_dir.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1] or project_dir
 
 
-def subagent_label(agent_id: str | None) -> str:
-    return f"[Subagent: {agent_id}]" if agent_id else ""
-
-
 def labelled(label: str, message: str, style: str = "yellow") -> Text:
     """`label: message` with the label styled and the message as plain text (never read as markup)."""
     text = Text(f"{label}:", style=style)
@@ -76,7 +72,7 @@ def _wrapped(plain: str, width: int) -> list[str]:
     if plain.isascii() and len(plain) <= width:  # most lines
         return [plain]
     lines = [plain]
-    if _cells(plain) > width:
+    if cell_width(plain) > width:
         from rich._wrap import divide_line
 
         offsets = [0, *divide_line(plain, width, fold=True), len(plain)]
@@ -86,11 +82,24 @@ def _wrapped(plain: str, width: int) -> list[str]:
         if len(line) > width:  # `Text.rstrip_end` (counts characters)
             spaces = len(line) - len(line.rstrip())
             line = line[: len(line) - min(spaces, len(line) - width)]
-        cut.append(set_cell_size(line, width) if _cells(line) > width else line)  # `Text.truncate`
+        cut.append(set_cell_size(line, width) if cell_width(line) > width else line)  # `Text.truncate`
     return cut
 
 
-def _cells(text: str) -> int:
+def shorten_to_cells(text: str, width: int) -> str:
+    """`text` cut (as `textutil.shorten` cuts) to at most `width` terminal cells: a wide character (CJK, most
+    emoji) takes two."""
+    from memex.textutil import shorten
+
+    limit = width
+    cut = shorten(text, limit)
+    while limit > 1 and cell_width(cut) > width:
+        limit -= max(1, (cell_width(cut) - width) // 2)
+        cut = shorten(text, limit)
+    return cut
+
+
+def cell_width(text: str) -> int:
     """`rich.cells.cell_len` of printable text, each distinct wide or narrow character measured once (rich
     measures every character of a text holding one, in Python: an excerpt's `…` made it a quarter of `memex
     search`'s output)."""
@@ -111,8 +120,11 @@ def print_table(console: Console, columns: Sequence[TableColumn], rows: Sequence
     """A table of one-line cells as `rich.table.Table(box=None, header_style="bold")` prints it on a console
     that prints strings as they are (`App.out`): a space either side of every cell, a cell too wide for its
     column cut with an ellipsis. Without styles (a pipe, a file), with printable cells, its lines are laid out
-    here and written straight: rich measures and renders every cell, a sixth of `memex sessions list`."""
+    here and written straight: rich measures and renders every cell, a sixth of `memex sessions list`.
+
+    The last column (a title) gives up its width first (`fit_last_column`)."""
     cells = [[header for header, _, _ in columns], *[[_plain(cell) for cell in row] for row in rows]]
+    columns = fit_last_column(columns, cells, console.width)
     styled = console.is_terminal or console.color_system is not None
     printable = all(cell.isprintable() for row in cells for cell in row)
     lines = None if styled or not printable else _table_lines(cells, columns, console.width)
@@ -135,14 +147,18 @@ def print_summary(console: Console, title: str, rows: Sequence[tuple[str, str]])
     as they are. Laid out here and written straight when rich would print the characters unchanged (as
     `print_table`): the table alone is rich's only use in a `memex index` that writes to a pipe."""
     styled = console.is_terminal or console.color_system is not None
-    if rows and not styled and all(cell.isprintable() for row in rows for cell in row) and title.isprintable():
-        labels, values = max(_cells(label) for label, _ in rows), max(_cells(value) for _, value in rows)
+    # (rich centres a title without its outer spaces: such a title, never memex's own, is left to rich)
+    plain_title = title.isprintable() and title == title.strip()
+    if rows and not styled and all(cell.isprintable() for row in rows for cell in row) and plain_title:
+        labels, values = max(cell_width(label) for label, _ in rows), max(cell_width(value) for _, value in rows)
         width = labels + values + 4  # a space either side of every cell
-        if width <= console.width and _cells(title) <= width:
-            left = (width - _cells(title)) // 2
-            lines = [" " * left + title + " " * (width - _cells(title) - left)] if title else []
+        if width <= console.width and cell_width(title) <= width:
+            left = (width - cell_width(title)) // 2
+            lines = [" " * left + title + " " * (width - cell_width(title) - left)] if title else []
             for label, value in rows:
-                lines.append(f" {label}{' ' * (labels - _cells(label))}  {' ' * (values - _cells(value))}{value} ")
+                lines.append(
+                    f" {label}{' ' * (labels - cell_width(label))}  {' ' * (values - cell_width(value))}{value} "
+                )
             console.file.write("".join(line + "\n" for line in lines))
             return
     from rich.table import Table
@@ -153,6 +169,37 @@ def print_summary(console: Console, title: str, rows: Sequence[tuple[str, str]])
     for label, value in rows:
         table.add_row(label, value)
     console.print(table)
+
+
+LAST_COLUMN_LEAST = 10  # below this the last column stops giving way: rich narrows every column alike
+LAST_COLUMN_WANTED = 20  # the columns with a maximum (a project) give way to leave the last this much
+
+
+def fit_last_column(columns: Sequence[TableColumn], cells: Sequence[Sequence[str]], width: int) -> list[TableColumn]:
+    """`columns` with the last one's maximum width set to the room the others leave on a console `width`
+    cells wide (at least `LAST_COLUMN_LEAST`); to leave it `LAST_COLUMN_WANTED`, the columns with a maximum
+    (a project) give way first, down to their minimum. Rich narrows every column of a table too wide alike:
+    a long title cut `opencode` to `openc…` and, on a terminal of 80 to 140 columns, left the agent and
+    turns columns out whole."""
+    fitted = list(columns)
+    if not fitted or not cells:
+        return fitted
+    widths = []
+    for index, (_, least, most) in enumerate(fitted[:-1]):
+        widest = max(cell_width(row[index]) for row in cells)
+        widest = widest if least is None else max(widest, least)
+        widths.append(widest if most is None else min(widest, most))
+    header, least, most = fitted[-1]
+    short = LAST_COLUMN_WANTED - (width - sum(w + 2 for w in widths) - 2)  # a space either side of each
+    for index, (name, low, high) in enumerate(fitted[:-1]):
+        if short > 0 and high is not None and widths[index] > (low or 1):
+            given = min(short, widths[index] - (low or 1))
+            widths[index] -= given
+            short -= given
+            fitted[index] = (name, low, widths[index])
+    room = max(width - sum(w + 2 for w in widths) - 2, least or 0, LAST_COLUMN_LEAST)
+    fitted[-1] = (header, least, room if most is None else min(most, room))
+    return fitted
 
 
 def _plain(cell: TextType) -> str:
@@ -166,7 +213,7 @@ def _table_lines(cells: list[list[str]], columns: Sequence[TableColumn], width: 
     a column ends narrower than its padding and one cell (rich's layout is then left to rich)."""
     from rich.cells import set_cell_size
 
-    lengths = [[_cells(cell) for cell in row] for row in cells]
+    lengths = [[cell_width(cell) for cell in row] for row in cells]
 
     def measured(index: int, room: int) -> int:  # rich's Measurement of a padded column: its maximum
         if room < 1:
@@ -189,7 +236,7 @@ def _table_lines(cells: list[list[str]], columns: Sequence[TableColumn], width: 
             inner = room - 2
             shown = set_cell_size(cell, inner - 1) + "…" if length > inner else cell + " " * (inner - length)
             line += f" {shown} "
-        lines.append(set_cell_size(line, width) if _cells(line) > width else line)
+        lines.append(set_cell_size(line, width) if cell_width(line) > width else line)
     return lines
 
 

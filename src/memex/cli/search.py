@@ -9,11 +9,11 @@ from rich.text import Text
 
 from memex.cli.app import App, count_type
 from memex.cli.options import build_filters, display_options, filter_options, json_option
-from memex.cli.render import print_line, project_name, subagent_label, title_text
+from memex.cli.render import print_line, project_name, title_text
 from memex.search.highlight import highlighted_excerpt
 from memex.search.hybrid import LEVELS, MODES
 from memex.search.scoped import ROLES, SCOPES
-from memex.textutil import short_id
+from memex.textutil import short_id, subagent_label
 
 if TYPE_CHECKING:
     from memex.results import SearchHit
@@ -107,7 +107,8 @@ def print_hits(app: App, hits: list[SearchHit], text: str, full: bool) -> None:
         head.append(short_id(hit.session_id), style="cyan")
         head.append(f"  {app.when(hit.started_at)} · {hit.agent} · {project_name(hit.project_dir)}", style="dim")
         if hit.agent_id:
-            head.append(f" {subagent_label(hit.agent_id)}", style="magenta")
+            label = subagent_label(hit.agent_id, hit.subagent_name, hit.subagent_description)
+            head.append(f" {label}", style="magenta")
         if hit.source == "mirror":
             where = "" if hit.computer == app.config.computer else f" from {hit.computer}"
             head.append(f" [conversation{where}]", style="yellow")

@@ -9,8 +9,16 @@ from rich.text import Text, TextType
 
 from memex.cli.app import App, count_type
 from memex.cli.options import build_filters, display_options, filter_options, json_option
-from memex.cli.render import TableColumn, print_table, project_name, title_text
-from memex.textutil import counted, short_id
+from memex.cli.render import (
+    TableColumn,
+    cell_width,
+    fit_last_column,
+    print_table,
+    project_name,
+    shorten_to_cells,
+    title_text,
+)
+from memex.textutil import counted, short_id, subagent_tally
 
 
 @click.group("sessions")
@@ -43,18 +51,30 @@ def list_command(app: App, limit: int, as_json: bool, computer: str | None, loca
     columns: list[TableColumn] = [("session", longest, None), ("started", widest, None), ("agent", 6, None)]
     columns += [("project", 12, 24), ("turns", 5, None), ("title", None, None)]
     rows: list[list[TextType]] = []
+    extras: list[str] = []
     for s, when, sid in zip(sessions, started, ids, strict=True):
-        extra = []
+        notes = []
         if s.subagents:
-            extra.append(f"+{counted(s.subagents, 'subagent')}")
+            names = subagent_tally(s.subagent_names)
+            notes.append(f"+{counted(s.subagents, 'subagent')}" + (f": {names}" if names else ""))
         if s.prs:
-            extra.append("PR " + ", ".join(f"#{n}" for n in s.prs))
+            notes.append("PR " + ", ".join(f"#{n}" for n in s.prs))
         if s.source == "mirror":
-            extra.append(f"on {s.computer}")
-        title = Text(title_text(s.title))
-        if extra:
-            title.append(f" ({'; '.join(extra)})", style="dim")
+            notes.append(f"on {s.computer}")
+        extras.append(f" ({'; '.join(notes)})" if notes else "")
         cells: list[TextType] = [Text(sid, style="cyan"), when, s.agent, project_name(s.project_dir)]
-        rows.append([*cells, "—" if s.turns is None else str(s.turns), title])
+        rows.append([*cells, "—" if s.turns is None else str(s.turns), title_text(s.title)])
     with app.paged():
-        print_table(app.out, columns, rows)
+        out = app.out
+        # The room the title gets; a title cut to it keeps its subagents, PRs and computer.
+        plain = [[header for header, _, _ in columns], *[[str(cell) for cell in row] for row in rows]]
+        room = fit_last_column(columns, plain, out.width)[-1][2]
+        for row, extra in zip(rows, extras, strict=True):
+            title = str(row[-1])
+            if room is not None and cell_width(title) + cell_width(extra) > room:
+                title = shorten_to_cells(title, max(room - cell_width(extra), 1))
+            shown = Text(title)
+            if extra:
+                shown.append(extra, style="dim")
+            row[-1] = shown
+        print_table(out, columns, rows)

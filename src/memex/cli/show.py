@@ -14,10 +14,10 @@ from rich.text import Text
 
 from memex.cli.app import App
 from memex.cli.options import display_options, json_option
-from memex.cli.render import project_name, subagent_label, title_text
+from memex.cli.render import project_name, title_text
 from memex.mirrors.model import LABELS
 from memex.sources import ADAPTERS
-from memex.textutil import counted
+from memex.textutil import counted, in_progress, subagent_label, turn_numbers
 
 _LABEL = re.compile(r"^(User \(next\)|User|Assistant|Compaction summary):", re.MULTILINE)
 _STYLES = {
@@ -26,6 +26,8 @@ _STYLES = {
     "Compaction summary": "bold magenta",
     "User (next)": "bold green",
 }
+# The subagents listed under a session's header, each with its name (the rest counted).
+_SUBAGENTS_LISTED = 10
 
 
 def styled_turn_text(full_text: str, drop_reaction: bool = True) -> Text:
@@ -76,6 +78,12 @@ def _header(app: App, info: dict[str, Any], extra: list[str]) -> None:
     if info["prs"]:
         meta.append("PR " + ", ".join(f"#{p['pr_number']}" for p in info["prs"]))
     out.print(Text(" · ".join(meta + extra), style="dim"))
+    details = info.get("subagent_details") or []
+    for detail in details[:_SUBAGENTS_LISTED]:
+        label = subagent_label(detail["agent_id"], detail.get("agent_type"), detail.get("description"))
+        out.print(Text("  " + label, style="magenta"))
+    if len(details) > _SUBAGENTS_LISTED:
+        out.print(Text(f"  … and {counted(len(details) - _SUBAGENTS_LISTED, 'more subagent')}", style="dim"))
 
 
 def _show_mirror(app: App, info: dict[str, Any], messages: list[dict[str, Any]]) -> None:
@@ -98,11 +106,11 @@ def _show_mirror(app: App, info: dict[str, Any], messages: list[dict[str, Any]])
 def _show_turns(app: App, info: dict[str, Any], turns: list[dict[str, Any]]) -> None:
     out = app.out
     _header(app, info, [counted(len(info["subagents"]), "subagent")] if info["subagents"] else [])
-    for number, turn in enumerate(turns, 1):
+    for number, turn in zip(turn_numbers(turns), turns, strict=True):  # the main agent's 1…n, a subagent's own
         label = f"turn {number} · {app.when(turn['started_at'])}"
         if turn["agent_id"]:
-            label += f" · {subagent_label(turn['agent_id'])}"
-        if turn["provisional"]:
+            label += f" · {subagent_label(turn['agent_id'], turn['subagent_name'], turn['subagent_description'])}"
+        if in_progress(turn["provisional"], turn["ended_at"] or turn["started_at"]):
             label += " · in progress"
         out.print(Rule(Text(label, style="cyan"), align="left"))
         out.print(styled_turn_text(turn["full_text"]))

@@ -1,7 +1,7 @@
 """Compact text for injection into the agent's context, within a token budget and a character ceiling.
 
 Written as facts about past sessions (Claude Code's docs advise against text that reads like out-of-band
-instructions), one block per turn: a header with date, project, title, session id and `[Subagent: id]`,
+instructions), one block per turn: a header with date, project, title, session id and `[Subagent: name (id)]`,
 then the prompt, the end of the answer, the user's reaction and the files touched.
 
 Secrets are redacted before any cut (a cut could halve one past recognition): what is injected goes to the
@@ -16,7 +16,7 @@ from typing import Any
 
 from memex.redact import redact
 from memex.search.recall import Recalled
-from memex.textutil import estimate_tokens, plain_title, short_id, token_spans
+from memex.textutil import estimate_tokens, plain_title, short_id, subagent_label, token_spans
 
 # Share of a turn's budget given to its prompt; the answer gets the rest (its end: the conclusion).
 PROMPT_SHARE = 0.35
@@ -75,7 +75,7 @@ def _files_line(tool_summary: str | None) -> str:
 
 
 def header(turn: dict[str, Any], *, project: bool = True) -> str:
-    """`2026-05-03 · shop · "Title" · session 2969822b [Subagent: a77]`."""
+    """`2026-05-03 · shop · "Title" · session 2969822b [Subagent: Explore "Find the parser" (a77)]`."""
     parts = [(turn.get("started_at") or "")[:10] or "undated"]
     if project and turn.get("project_dir"):
         parts.append(turn["project_dir"].rstrip("/").rsplit("/", 1)[-1])
@@ -84,7 +84,8 @@ def header(turn: dict[str, Any], *, project: bool = True) -> str:
     parts.append(f"session {short_id(turn['session_id'])}")
     text = " · ".join(parts)
     if turn.get("agent_id"):
-        text += f" [Subagent: {turn['agent_id']}]"
+        label = subagent_label(turn["agent_id"], turn.get("subagent_name"), turn.get("subagent_description"))
+        text += " " + redact(label)[0]
     return text
 
 
@@ -94,7 +95,7 @@ def turn_block(turn: dict[str, Any], budget: int, *, project: bool = True, prefi
     lines = [prefix + header(turn, project=project)]
     room = budget - estimate_tokens(lines[0])
     label = "Compaction summary" if turn.get("kind") == "compaction" else "User"
-    files = head_tokens(_files_line(turn.get("tool_summary")), FILES_MAX_TOKENS)
+    files = head_tokens(redact(_files_line(turn.get("tool_summary")))[0], FILES_MAX_TOKENS)
     reaction = reaction if 0 < estimate_tokens(reaction) <= REACTION_MAX_TOKENS else ""
     room -= estimate_tokens(files) + estimate_tokens(reaction)
     prompt_room = max(8, int(room * PROMPT_SHARE)) if answer else room
@@ -178,7 +179,7 @@ def render_file_history(path: str, rows: list[dict[str, Any]], budget: int, max_
     for row in rows:
         prompt, _answer, _reaction = turn_parts(row)
         verbs = ", ".join(sorted(set(row["tools"])))
-        line = f"- {header(row, project=False)} ({verbs}): {head_tokens(prompt, 30)}"
+        line = f"- {header(row, project=False)} ({verbs}): {head_tokens(redact(prompt)[0], 30)}"
         lines.append(line)
     return fit(intro, lines, budget, max_chars).replace("\n\n- ", "\n- ")
 

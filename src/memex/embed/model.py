@@ -168,7 +168,7 @@ def backend_of(config: Config) -> Callable[[str, int, int], Embedder]:
     backend = BACKENDS.get(config.embed_model)
     if backend is None:
         known = ", ".join(sorted(BACKENDS))
-        raise EmbedderUnavailable(f"unknown embedding model {config.embed_model!r} (known: {known})")
+        raise EmbedderUnavailable(f"embed_model {config.embed_model!r} is not a model memex knows; choices: {known}")
     return backend
 
 

@@ -8,7 +8,6 @@ code) can cost the model more than a page of prose. Changing a recipe here means
 
 from __future__ import annotations
 
-import hashlib
 import re
 import sqlite3
 from collections.abc import Iterable
@@ -20,6 +19,7 @@ from typing import Any
 import orjson
 
 from memex.config import Config
+from memex.digest import blake2b
 from memex.embed.worth import language_lines
 from memex.textutil import estimate_tokens
 
@@ -36,7 +36,7 @@ MIN_OUTCOME_TOKENS = 8
 
 def text_hash(text: str) -> str:
     """A short digest of a text (what a vector was computed from)."""
-    return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=8).hexdigest()
+    return blake2b(text.encode("utf-8", "replace"), digest_size=8).hexdigest()
 
 
 def bound_text(text: str, max_chars: int) -> str:

@@ -112,15 +112,16 @@ def _pending_bytes(conn: Any, transcript: Any) -> int | None:
 
 def _hand_off(hook: Hook, session_path: Path, paths: list[Path]) -> bool:
     """Ingest a large backlog in a detached `memex index` (one at a time per session); True if started."""
-    import hashlib
     import subprocess
+
+    from memex.digest import blake2b
 
     runs = hook.config.home / "run"
     runs.mkdir(parents=True, exist_ok=True)
-    marker = runs / ("index-" + hashlib.blake2b(str(session_path).encode(), digest_size=8).hexdigest())
-    with contextlib.suppress(OSError, ValueError):
-        pid = int(marker.read_text())
-        os.kill(pid, 0)
+    marker = runs / ("index-" + blake2b(str(session_path).encode(), digest_size=8).hexdigest())
+    from memex.pids import live_pid
+
+    if live_pid(marker) is not None:
         return False  # the previous hand-off is still at work
     process = subprocess.Popen(
         [sys.executable, "-m", "memex", "index", "--agent", "claude", *map(str, paths)],
@@ -289,9 +290,9 @@ def on_session_start(hook: Hook) -> str:
 
 
 def _seen_file(hook: Hook) -> Path:
-    import hashlib
+    from memex.digest import blake2b
 
-    digest = hashlib.blake2b((hook.session_id or "").encode(), digest_size=8).hexdigest()
+    digest = blake2b((hook.session_id or "").encode(), digest_size=8).hexdigest()
     return hook.config.home / "run" / "seen" / digest
 
 

@@ -187,7 +187,8 @@ def installed(settings: dict[str, Any]) -> dict[str, list[str]]:
         return found
     for event, groups in hooks.items():
         for group in groups if isinstance(groups, list) else []:
-            for handler in group.get("hooks", []) if isinstance(group, dict) else []:
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            for handler in handlers if isinstance(handlers, list) else []:  # another tool's null is no list
                 if is_memex_handler(handler):
                     found.setdefault(event, []).append(handler["command"])
     return found

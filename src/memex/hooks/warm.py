@@ -4,9 +4,15 @@ A prompt hook is a new process each time; without help it pays for its imports a
 connection (and, once embeddings exist, for loading the model) on every prompt. The warm server keeps
 all of that in memory. It is started on demand: a hook that finds no server spawns one, detached, and
 answers that prompt itself (the cold path). The server exits after `warm_idle_seconds` without a request,
-when its code or configuration changes, or when another server took its socket.
+when a client runs other code or other settings, or when another server took its socket.
 
-Protocol: one JSON line in (`{"v": stamp, "op": ..., "payload": {...}}`), one JSON line out
+Settings: a client sends the fingerprint of its effective configuration (defaults < `config.toml` <
+MEMEX_* variables, `settings_stamp`), and a server answers only a client whose settings are its own. A hook
+run with another environment (`MEMEX_RECALL_MAX_HITS=1` in one shell) or after an edit of `config.toml` is
+told `stale`: it answers cold with its own settings, and the server stops so that the one the hook starts
+in its place serves them (as the daemon compares its settings with a reloaded `config.toml`'s).
+
+Protocol: one JSON line in (`{"v": stamp, "s": settings, "op": ..., "payload": {...}}`), one JSON line out
 (`{"ok": true, ...}` or `{"ok": false, "error": ...}`). Operations are registered in `OPERATIONS`, so
 the embedding engineer can add e.g. `embed_query` without changing the transport.
 """
@@ -46,10 +52,11 @@ def socket_path(home: Path) -> Path:
     path = home / SOCKET_NAME
     if len(str(path).encode()) <= MAX_SOCKET_PATH:
         return path
-    import hashlib
     import tempfile
 
-    digest = hashlib.blake2b(str(home).encode(), digest_size=8).hexdigest()
+    from memex.digest import blake2b
+
+    digest = blake2b(str(home).encode(), digest_size=8).hexdigest()
     return Path(tempfile.gettempdir()) / f"memex-{os.getuid()}" / f"{digest}.sock"
 
 
@@ -73,6 +80,13 @@ def code_stamp() -> str:
     return f"{memex.__version__}:{newest}"
 
 
+def settings_stamp(config: Config) -> str:
+    """A fingerprint of every effective setting: a server with other settings must not answer."""
+    from memex.digest import blake2b
+
+    return blake2b(repr(config).encode(), digest_size=16).hexdigest()
+
+
 # --- client ----------------------------------------------------------------------------------------
 
 
@@ -94,7 +108,8 @@ def ask(config: Config, op: str, payload: dict[str, Any], stamp: str | None = No
     path = socket_path(config.home)
     if not path.exists():
         return Reply(None, "absent")
-    request = json.dumps({"v": stamp or code_stamp(), "op": op, "payload": payload}).encode() + b"\n"
+    version = stamp or code_stamp()
+    request = json.dumps({"v": version, "s": settings_stamp(config), "op": op, "payload": payload}).encode() + b"\n"
     client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         client.settimeout(config.warm_connect_timeout_ms / 1000)
@@ -125,12 +140,14 @@ def ask(config: Config, op: str, payload: dict[str, Any], stamp: str | None = No
     return Reply(answer)
 
 
-def spawn(config: Config) -> bool:
-    """Start a warm server in the background (detached: it outlives the hook). False if it could not."""
+def spawn(config: Config, environ: dict[str, str] | None = None) -> bool:
+    """Start a warm server in the background (detached: it outlives the hook), with this process's
+    environment (or `environ`: the MEMEX_* settings the clients it is for run with). False if it could not."""
     import subprocess
 
     config.home.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "MEMEX_HOME": str(config.home)}  # the server serves this store, whoever starts it
+    # The server serves this store, whoever starts it.
+    env = {**(os.environ if environ is None else environ), "MEMEX_HOME": str(config.home)}
     try:
         with open(config.home / "warm.log", "ab") as log:
             subprocess.Popen(
@@ -150,17 +167,9 @@ def spawn(config: Config) -> bool:
 
 def server_pid(config: Config) -> int | None:
     """The pid of the live warm server of this MEMEX_HOME, or None."""
-    try:
-        pid = int(_pid_path(config.home).read_text().strip())
-    except (OSError, ValueError):
-        return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:
-        return pid
-    return pid
+    from memex.pids import live_pid
+
+    return live_pid(_pid_path(config.home))
 
 
 # --- server ----------------------------------------------------------------------------------------
@@ -192,16 +201,10 @@ class WarmServer:
         self.last_activity = time.monotonic()
         self.stopping = threading.Event()
         self.local = threading.local()
-        self.config_mtime = self._config_mtime()
+        self.settings = settings_stamp(config)
         self.busy = 0
         self.busy_lock = threading.Lock()
         self.requests = 0
-
-    def _config_mtime(self) -> int | None:
-        try:
-            return self.config.config_file.stat().st_mtime_ns
-        except OSError:
-            return None
 
     def store(self) -> sqlite3.Connection | None:
         """This thread's connection, reopened when the database file was replaced (rebuilt)."""
@@ -329,7 +332,7 @@ class WarmServer:
         if not isinstance(request, dict):
             return {"ok": False, "error": "bad request"}
         op = str(request.get("op"))
-        stale = request.get("v") != self.stamp or self._config_mtime() != self.config_mtime
+        stale = request.get("v") != self.stamp or request.get("s") != self.settings
         if stale and op not in ADMIN_OPERATIONS:
             self.stopping.set()  # other code or settings: let a fresh server take over
             return {"ok": False, "error": "stale"}

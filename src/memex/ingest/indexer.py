@@ -18,14 +18,14 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memex.config import Config
 from memex.ingest.report import IDLE, FileReport
 from memex.ingest.state import StoredStream, is_copy_id, stored_streams
-from memex.sources import ADAPTERS, adapter
+from memex.plain import Record
+from memex.sources import ADAPTERS, AGENTS, adapter
 from memex.sources.files import Sieve, Skipped
 from memex.sources.locations import agent_roots
 from memex.sources.model import Transcript
@@ -53,27 +53,80 @@ QUEUE_PER_WORKER = 8
 # What counting tens of thousands of unchanged streams reads of each (without a Python-level call).
 _SESSION_ID = operator.attrgetter("session_id")
 _AGENT_ID = operator.attrgetter("agent_id")
+# Agents are offered files given by hand in the order of `AGENTS` (the most common first).
+_AGENT_ORDER = {agent: n for n, agent in enumerate(AGENTS)}
 
 
-@dataclass
-class IndexReport:
+class IndexReport(Record):
     """Totals of one `memex index` run."""
 
-    files: int = 0
-    files_changed: int = 0
-    sessions: set[str] = field(default_factory=set)
-    subagents: int = 0
-    turns: int = 0
-    lines: int = 0
-    bad_lines: int = 0
-    missing_files: int = 0
-    bytes_read: int = 0
-    mirrors: int = 0
-    tool_output_streams: int = 0  # transcripts indexed before tool output was, whose outputs were read now
-    seconds: float = 0.0
-    warnings: list[str] = field(default_factory=list)
-    failed: list[Skipped] = field(default_factory=list)  # files that could not be read or stored
-    refused: list[Skipped] = field(default_factory=list)  # files given by hand that are no transcript
+    __slots__ = (
+        "bad_lines",
+        "bytes_read",
+        "failed",
+        "files",
+        "files_changed",
+        "lines",
+        "mirrors",
+        "missing_files",
+        "refused",
+        "seconds",
+        "sessions",
+        "subagents",
+        "tool_output_streams",
+        "turns",
+        "warnings",
+    )
+
+    files: int
+    files_changed: int
+    sessions: set[str]
+    subagents: int
+    turns: int
+    lines: int
+    bad_lines: int
+    missing_files: int
+    bytes_read: int
+    mirrors: int
+    tool_output_streams: int  # transcripts indexed before tool output was, whose outputs were read now
+    seconds: float
+    warnings: list[str]
+    failed: list[Skipped]  # files that could not be read or stored
+    refused: list[Skipped]  # files given by hand that are no transcript
+
+    def __init__(
+        self,
+        files: int = 0,
+        files_changed: int = 0,
+        sessions: set[str] | None = None,
+        subagents: int = 0,
+        turns: int = 0,
+        lines: int = 0,
+        bad_lines: int = 0,
+        missing_files: int = 0,
+        bytes_read: int = 0,
+        mirrors: int = 0,
+        tool_output_streams: int = 0,
+        seconds: float = 0.0,
+        warnings: list[str] | None = None,
+        failed: list[Skipped] | None = None,
+        refused: list[Skipped] | None = None,
+    ) -> None:
+        self.files = files
+        self.files_changed = files_changed
+        self.sessions = set() if sessions is None else sessions
+        self.subagents = subagents
+        self.turns = turns
+        self.lines = lines
+        self.bad_lines = bad_lines
+        self.missing_files = missing_files
+        self.bytes_read = bytes_read
+        self.mirrors = mirrors
+        self.tool_output_streams = tool_output_streams
+        self.seconds = seconds
+        self.warnings = [] if warnings is None else warnings
+        self.failed = [] if failed is None else failed
+        self.refused = [] if refused is None else refused
 
     def add(self, file: FileReport) -> None:
         self.files += 1
@@ -110,7 +163,8 @@ class IndexReport:
         self.failed.extend(f for f in other.failed if f not in self.failed)
         self.refused.extend(other.refused)
 
-    def as_dict(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, object]:
+        """The report as `memex index --json` prints it (sessions as a count)."""
         return {
             "files": self.files,
             "files_changed": self.files_changed,
@@ -150,17 +204,25 @@ def discover(
 
     With `known` (`stored_streams`) and `unchanged`: the files of an agent whose adapter sieves (`SIEVES`)
     that the store holds at their very size and time are not returned but added to `unchanged` (their
-    paths; see `memex.sources.files.Sieve`). An agent none of whose roots exists is not even imported."""
+    paths; see `memex.sources.files.Sieve`). An agent none of whose roots exists is not even imported.
+
+    A file given as a root that one agent claims is not offered to the others (each adapter claims only its
+    own files): `memex index PATH` of a Claude transcript imports the Claude adapter alone, not twelve."""
     found: list[Transcript] = []
     passed_over: list[Skipped] = []
-    for agent, roots in roots_by_agent.items():
+    claimed: set[str] = set()  # the file roots an agent claimed
+    for agent in sorted(roots_by_agent, key=lambda agent: _AGENT_ORDER.get(agent, len(AGENTS))):
+        roots = [root for root in roots_by_agent[agent] if str(root) not in claimed]
         if not any(os.path.lexists(root) for root in roots):
             continue
         source = adapter(agent)
         if known is not None and unchanged is not None and getattr(source, "SIEVES", False):
-            found.extend(source.discover(roots, passed_over, Sieve(known, agent, unchanged)))  # type: ignore[call-arg]
+            theirs = source.discover(roots, passed_over, Sieve(known, agent, unchanged))  # type: ignore[call-arg]
         else:
-            found.extend(source.discover(roots, passed_over))
+            theirs = source.discover(roots, passed_over)
+        found.extend(theirs)
+        if theirs:
+            claimed |= _claimed_files(roots, theirs)
     if unchanged and found:  # a file also given by hand, or reached through a link: read as found
         unchanged.difference_update(str(t.path) for t in found)
     if skipped is not None:
@@ -170,6 +232,13 @@ def discover(
                 seen.add(item.path)
                 skipped.append(item)
     return sorted(found, key=lambda t: t.subagent_id is not None)
+
+
+def _claimed_files(roots: list[Path], transcripts: list[Transcript]) -> set[str]:
+    """The roots that one of `transcripts` is (a file: a folder is never a transcript's path), or holds (the
+    file of a synthetic `<file>#<key>` one)."""
+    found = {str(t.path).partition("#")[0] for t in transcripts} | {str(t.path) for t in transcripts}
+    return {str(root) for root in roots} & found
 
 
 def sieve_known(
@@ -227,18 +296,19 @@ def index_transcripts(
     claimed: dict[str, str] = {}
     known = stored_streams(conn) if known is None else known
     report.add_unchanged(list(map(known.__getitem__, unchanged)))
-    if transcripts:
-        from memex.ingest.pipeline import Plan, ingest_isolated, plan_ingest
     stats = [_stat(t.path) for t in transcripts]
     if on_total:
         on_total(sum(s.st_size for s in stats if s is not None))
     quick = [unchanged_report(t, s, known, claimed) for t, s in zip(transcripts, stats, strict=True)]
+    to_read = any(q is None for q in quick)
+    if to_read:  # the pipeline only for a file to read (a file named unchanged, as the walk's, needs none)
+        from memex.ingest.pipeline import Plan, ingest_isolated, plan_ingest
     plans = (
         [
             plan_ingest(conn, t, claimed) if q is None else Plan(t, q.session_id, q.agent_id, q.status, size=q.size)
             for t, q in zip(transcripts, quick, strict=True)
         ]
-        if workers > 1
+        if workers > 1 and to_read
         else []
     )
     work = [p for p in plans if p.status not in IDLE]

@@ -20,21 +20,21 @@ full, damaged), which every other file would meet too, goes up to the caller.
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from memex.config import Config
-from memex.errors import StoreError
+from memex.digest import blake2b
+from memex.errors import StoreError, interrupt_behind
 from memex.ingest.chunks import chunk_text
 from memex.ingest.prs import pull_requests
 from memex.ingest.report import IDLE, FileReport
 from memex.ingest.state import StreamState, file_checks, is_append_of, is_copy_id, load_state, save_state
 from memex.ingest.turns import Turn, TurnBuilder
 from memex.mirrors.build import refresh_mirror
-from memex.sources import fingerprint, is_incremental, is_synthetic, stream_entries
+from memex.plain import Record
+from memex.sources import adapter, fingerprint, is_incremental, is_synthetic, stream_entries
 from memex.sources.files import open_regular, reason_of, safe_resolve
 from memex.sources.model import BadLine, Entry, Transcript
 from memex.store.db import transaction
@@ -89,7 +89,7 @@ def _resolve_session_id(conn: sqlite3.Connection, transcript: Transcript, claime
         return transcript.session_id
     if owner in {_path_key(alias) for alias in transcript.aliases}:
         return transcript.session_id  # this file supersedes the one the session was read from
-    suffix = hashlib.blake2b(key.encode(), digest_size=4).hexdigest()
+    suffix = blake2b(key.encode(), digest_size=4).hexdigest()
     return f"{transcript.session_id}-{suffix}"
 
 
@@ -286,6 +286,8 @@ def _write_session_facts(conn: sqlite3.Connection, session_id: str, agent_id: st
 
 def project_from_hash(conn: sqlite3.Connection, digest: str) -> str | None:
     """A known project folder (of any indexed session) whose SHA-256 is `digest` (Gemini's projectHash)."""
+    import hashlib  # only for a Gemini chat without its folder: OpenSSL's bindings cost any ingest ~2 ms
+
     for (project_dir,) in conn.execute("SELECT DISTINCT project_dir FROM sessions WHERE project_dir IS NOT NULL"):
         for candidate in (project_dir, project_dir.lower()):
             if hashlib.sha256(candidate.encode("utf-8")).hexdigest() == digest.lower():
@@ -298,15 +300,30 @@ def _is_warmup(turn: Turn) -> bool:
     return turn.is_sidechain and turn.prompt_text.strip() == "Warmup"
 
 
-@dataclass
-class PreparedTurn:
+class PreparedTurn(Record):
     """A turn with everything derived from it for the store: text, tool summary, chunks, files."""
+
+    __slots__ = ("chunks", "files", "full_text", "summary", "turn")
 
     turn: Turn
     full_text: str
     summary: str
     chunks: list[tuple[str, str | None]]  # (content, CJK-spaced text for FTS or None)
     files: list[tuple[str, str]]
+
+    def __init__(
+        self,
+        turn: Turn,
+        full_text: str,
+        summary: str,
+        chunks: list[tuple[str, str | None]],
+        files: list[tuple[str, str]],
+    ) -> None:
+        self.turn = turn
+        self.full_text = full_text
+        self.summary = summary
+        self.chunks = chunks
+        self.files = files
 
 
 def _worth_storing(prepared: PreparedTurn) -> bool:
@@ -383,19 +400,42 @@ def write_tool_outputs(conn: sqlite3.Connection, turn_id: int, turn: Turn) -> No
 # --- one transcript: plan (read the state), parse (read the file), write (one transaction) -----------
 
 
-@dataclass
-class Plan:
+class Plan(Record):
     """What the next ingest of one transcript must do, decided from its stored state and the file."""
+
+    __slots__ = ("agent_id", "error", "mtime_ns", "project_dir", "session_id", "size", "state", "status", "transcript")
 
     transcript: Transcript
     session_id: str
     agent_id: str
     status: str  # new, appended, rewritten, unchanged, missing
-    state: StreamState = field(default_factory=StreamState)  # where reading starts
-    size: int = 0
-    mtime_ns: int = 0
-    project_dir: str | None = None  # the session's project folder as stored
-    error: str | None = None  # why a failed file cannot be read
+    state: StreamState  # where reading starts
+    size: int
+    mtime_ns: int
+    project_dir: str | None  # the session's project folder as stored
+    error: str | None  # why a failed file cannot be read
+
+    def __init__(
+        self,
+        transcript: Transcript,
+        session_id: str,
+        agent_id: str,
+        status: str,
+        state: StreamState | None = None,
+        size: int = 0,
+        mtime_ns: int = 0,
+        project_dir: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        self.transcript = transcript
+        self.session_id = session_id
+        self.agent_id = agent_id
+        self.status = status
+        self.state = StreamState() if state is None else state
+        self.size = size
+        self.mtime_ns = mtime_ns
+        self.project_dir = project_dir
+        self.error = error
 
     def same_work(self, other: Plan) -> bool:
         """True when `other` (planned later) asks for exactly this work."""
@@ -452,25 +492,76 @@ def plan_ingest(conn: sqlite3.Connection, transcript: Transcript, claimed: dict[
     return plan
 
 
-@dataclass
-class ParsedStream:
+class ParsedStream(Record):
     """What reading a transcript from its resume point produced, ready to write."""
+
+    __slots__ = (
+        "bad_lines",
+        "checks",
+        "compact_line",
+        "end_offset",
+        "facts",
+        "lines",
+        "next_line",
+        "partial",
+        "project_dir",
+        "resume",
+        "rows",
+        "start_line",
+        "start_offset",
+        "turns",
+        "warnings",
+    )
 
     start_line: int
     start_offset: int
-    rows: list[tuple[object, ...]] = field(default_factory=list)  # entries, without their session id
-    turns: list[PreparedTurn] = field(default_factory=list)
-    facts: _SessionFacts = field(default_factory=lambda: _SessionFacts())
-    project_dir: str | None = None  # the folder the turns were prepared for
-    lines: int = 0
-    bad_lines: int = 0
-    warnings: list[str] = field(default_factory=list)
-    end_offset: int = 0
-    next_line: int = 0
-    resume: tuple[int, int] | None = None  # (line index, byte offset) of the provisional turn
-    compact_line: int | None = None
-    checks: tuple[str, str] = ("", "")  # head and tail hashes of the consumed bytes
-    partial: bool = False  # stopped at `max_bytes`: the rest of the file is still to read
+    rows: list[tuple[object, ...]]  # entries, without their session id
+    turns: list[PreparedTurn]
+    facts: _SessionFacts
+    project_dir: str | None  # the folder the turns were prepared for
+    lines: int
+    bad_lines: int
+    warnings: list[str]
+    end_offset: int
+    next_line: int
+    resume: tuple[int, int] | None  # (line index, byte offset) of the provisional turn
+    compact_line: int | None
+    checks: tuple[str, str]  # head and tail hashes of the consumed bytes
+    partial: bool  # stopped at `max_bytes`: the rest of the file is still to read
+
+    def __init__(
+        self,
+        start_line: int,
+        start_offset: int,
+        rows: list[tuple[object, ...]] | None = None,
+        turns: list[PreparedTurn] | None = None,
+        facts: _SessionFacts | None = None,
+        project_dir: str | None = None,
+        lines: int = 0,
+        bad_lines: int = 0,
+        warnings: list[str] | None = None,
+        end_offset: int = 0,
+        next_line: int = 0,
+        resume: tuple[int, int] | None = None,
+        compact_line: int | None = None,
+        checks: tuple[str, str] = ("", ""),
+        partial: bool = False,
+    ) -> None:
+        self.start_line = start_line
+        self.start_offset = start_offset
+        self.rows = [] if rows is None else rows
+        self.turns = [] if turns is None else turns
+        self.facts = _SessionFacts() if facts is None else facts
+        self.project_dir = project_dir
+        self.lines = lines
+        self.bad_lines = bad_lines
+        self.warnings = [] if warnings is None else warnings
+        self.end_offset = end_offset
+        self.next_line = next_line
+        self.resume = resume
+        self.compact_line = compact_line
+        self.checks = checks
+        self.partial = partial
 
 
 def parse_stream(
@@ -631,7 +722,29 @@ def write_stream(conn: sqlite3.Connection, config: Config, plan: Plan, parsed: P
     if not agent_id:  # the mirror holds the main conversation only
         since = parsed.start_line if plan.status == "appended" else 0
         report.mirror_written = refresh_mirror(conn, session_id, since)
+        _name_late_subagents(conn, transcript.agent, session_id)
     return report
+
+
+def _name_late_subagents(conn: sqlite3.Connection, agent: str, session_id: str) -> None:
+    """Name the session's subagents that were read before their parent named them: an agent whose subagent's
+    own file holds no name (Gemini: the parent's `invoke_agent` call names it, once the subagent is done)
+    says it through its adapter's optional `invoked_name(path, agent_id)`, asked again when the parent is read."""
+    namer = getattr(adapter(agent), "invoked_name", None)
+    if namer is None:
+        return
+    unnamed = conn.execute(
+        "SELECT agent_id, transcript_path FROM subagent_sessions "
+        "WHERE session_id = ? AND agent_type IS NULL AND transcript_path IS NOT NULL",
+        (session_id,),
+    ).fetchall()
+    for agent_id, path in unnamed:
+        name = namer(Path(path), agent_id)
+        if name:
+            conn.execute(
+                "UPDATE subagent_sessions SET agent_type = ? WHERE session_id = ? AND agent_id = ?",
+                (name, session_id, agent_id),
+            )
 
 
 def idle_report(plan: Plan) -> FileReport:
@@ -648,7 +761,11 @@ def is_store_failure(exc: BaseException) -> bool:
 
 
 def failed_report(transcript: Transcript, exc: BaseException) -> FileReport:
-    """The report of a transcript whose ingest raised `exc` (nothing of it was written)."""
+    """The report of a transcript whose ingest raised `exc` (nothing of it was written). A Ctrl-C that the
+    code it landed in re-raised as another error is no fault of the file: the interrupt is raised instead."""
+    interrupt = interrupt_behind(exc)
+    if interrupt is not None:
+        raise interrupt from None
     return FileReport(transcript.path, transcript.session_id, transcript.subagent_id or "", "failed", reason_of(exc))
 
 

@@ -8,7 +8,9 @@ GitLab merge requests in tool output and in the assistant's answers link a sessi
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import Final
+
+from memex.plain import FrozenRecord
 
 # https://github.com/OWNER/REPO/pull/N (and GitHub Enterprise hosts); https://gitlab.com/GROUP/…/PROJECT/-/merge_requests/N
 # (and self-hosted GitLab hosts whose name says so).
@@ -24,13 +26,19 @@ _GITLAB = re.compile(
 MAX_LINKS_PER_TEXT = 3
 
 
-@dataclass(frozen=True, slots=True)
-class PullRequest:
+class PullRequest(FrozenRecord):
     """One pull (or merge) request: its number, canonical URL and repository."""
 
-    number: int
-    url: str
-    repository: str
+    __slots__ = ("number", "repository", "url")
+
+    number: Final[int]
+    url: Final[str]
+    repository: Final[str]
+
+    def __init__(self, number: int, url: str, repository: str) -> None:
+        self.number = number
+        self.url = url
+        self.repository = repository
 
 
 def pull_requests(text: str) -> list[PullRequest]:

@@ -8,9 +8,11 @@ from __future__ import annotations
 import functools
 import operator
 import sqlite3
-from dataclasses import dataclass, fields
+from collections.abc import Iterable
 from typing import BinaryIO, NamedTuple
 
+from memex.digest import blake2b
+from memex.plain import Record
 from memex.store import snapshots, streams
 
 
@@ -29,31 +31,68 @@ HEAD_CHECK_BYTES = 1024
 TAIL_CHECK_BYTES = 256
 
 
-@dataclass
-class StreamState:
+class StreamState(Record):
     """Progress of one stream. `resume_*` is where the next run re-reads from (the provisional turn)."""
 
-    last_line_index: int = 0
-    last_offset: int = 0
-    resume_line_index: int = 0
-    resume_offset: int = 0
-    provisional_turn_start: int | None = None
-    last_compact_line_index: int | None = None
-    file_size: int | None = None
-    file_mtime_ns: int | None = None
-    head_hash: str | None = None
-    tail_hash: str | None = None
-    bad_lines: int = 0
+    __slots__ = (
+        "bad_lines",
+        "file_mtime_ns",
+        "file_size",
+        "head_hash",
+        "last_compact_line_index",
+        "last_line_index",
+        "last_offset",
+        "provisional_turn_start",
+        "resume_line_index",
+        "resume_offset",
+        "tail_hash",
+    )
+
+    last_line_index: int
+    last_offset: int
+    resume_line_index: int
+    resume_offset: int
+    provisional_turn_start: int | None
+    last_compact_line_index: int | None
+    file_size: int | None
+    file_mtime_ns: int | None
+    head_hash: str | None
+    tail_hash: str | None
+    bad_lines: int
+
+    def __init__(
+        self,
+        last_line_index: int = 0,
+        last_offset: int = 0,
+        resume_line_index: int = 0,
+        resume_offset: int = 0,
+        provisional_turn_start: int | None = None,
+        last_compact_line_index: int | None = None,
+        file_size: int | None = None,
+        file_mtime_ns: int | None = None,
+        head_hash: str | None = None,
+        tail_hash: str | None = None,
+        bad_lines: int = 0,
+    ) -> None:
+        self.last_line_index = last_line_index
+        self.last_offset = last_offset
+        self.resume_line_index = resume_line_index
+        self.resume_offset = resume_offset
+        self.provisional_turn_start = provisional_turn_start
+        self.last_compact_line_index = last_compact_line_index
+        self.file_size = file_size
+        self.file_mtime_ns = file_mtime_ns
+        self.head_hash = head_hash
+        self.tail_hash = tail_hash
+        self.bad_lines = bad_lines
 
 
-_COLUMNS = [f.name for f in fields(StreamState)]
+_COLUMNS = list(StreamState.__annotations__)
 
 
 def _digest(handle: BinaryIO, start: int, length: int) -> str:
-    import hashlib  # only when a file is read: loading OpenSSL costs a run with nothing changed 3 ms
-
     handle.seek(start)
-    return hashlib.blake2b(handle.read(length), digest_size=12).hexdigest()
+    return blake2b(handle.read(length), digest_size=12).hexdigest()
 
 
 def file_checks(handle: BinaryIO, consumed: int) -> tuple[str, str]:
@@ -110,6 +149,12 @@ def stored_streams(conn: sqlite3.Connection) -> dict[str, StoredStream]:
     if found.retake:
         snapshots.take(conn, snapshots.STREAMS, found.rows, found.last_change)
     return known
+
+
+def stored_streams_at(conn: sqlite3.Connection, paths: Iterable[str]) -> dict[str, StoredStream]:
+    """`stored_streams` of these paths only (those the store holds): a run over named files reads their rows,
+    not the tens of thousands of every stream."""
+    return _by_path(streams.streams_at(conn, sorted(set(paths))))
 
 
 def _by_path(rows: list[snapshots.Row]) -> dict[str, StoredStream]:

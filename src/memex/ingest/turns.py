@@ -9,9 +9,9 @@ turn's first line always rebuilds that turn exactly.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 
 from memex.ingest.mentions import at_mentions, normalize_path, tool_paths
+from memex.plain import Record
 from memex.redact import CUT_LOOKAHEAD, clear_cut, secret_spans
 from memex.sources.model import Entry
 from memex.textutil import shorten
@@ -29,15 +29,23 @@ _CONVERSATION_KINDS = {"prompt", "compact_summary", "assistant", "tool_result", 
 TOOL_OUTPUT_TAIL_SHARE = 0.25
 
 
-@dataclass
-class ToolOutput:
+class ToolOutput(Record):
     """The output of one tool call, bounded (`bounded_output`), with the tool's name when the call was seen."""
+
+    __slots__ = ("chars", "is_error", "line_index", "text", "tool_name")
 
     line_index: int
     tool_name: str | None
     is_error: bool
     chars: int  # the output's whole length
     text: str
+
+    def __init__(self, line_index: int, tool_name: str | None, is_error: bool, chars: int, text: str) -> None:
+        self.line_index = line_index
+        self.tool_name = tool_name
+        self.is_error = is_error
+        self.chars = chars
+        self.text = text
 
 
 def bounded_output(text: str, max_chars: int) -> str:
@@ -56,27 +64,84 @@ def bounded_output(text: str, max_chars: int) -> str:
     return f"{text[:head_end]}\n[… {left_out} characters left out by memex …]\n{text[tail_start:]}"
 
 
-@dataclass
-class Turn:
+class Turn(Record):
     """One turn as built from entries, before it is written."""
+
+    __slots__ = (
+        "_seen_blocks",
+        "agent_id",
+        "commands",
+        "end_line_index",
+        "ended_at",
+        "is_sidechain",
+        "kind",
+        "line_index",
+        "prompt_text",
+        "provisional",
+        "raw_files",
+        "reaction_text",
+        "response_parts",
+        "started_at",
+        "tool_counts",
+        "tool_names",
+        "tool_outputs",
+    )
 
     line_index: int
     kind: str  # "prompt", "compaction", or "preamble" (assistant work before any prompt)
-    agent_id: str = ""
-    is_sidechain: bool = False
-    prompt_text: str = ""
-    reaction_text: str = ""
-    end_line_index: int = 0
-    started_at: str | None = None
-    ended_at: str | None = None
-    provisional: bool = True
-    response_parts: list[str] = field(default_factory=list)
-    tool_counts: Counter[str] = field(default_factory=Counter)
-    commands: list[str] = field(default_factory=list)
-    raw_files: list[tuple[str, str]] = field(default_factory=list)  # (path as written, tool name)
-    tool_outputs: list[ToolOutput] = field(default_factory=list)
-    tool_names: dict[str, str] = field(default_factory=dict)  # call id -> tool name
-    _seen_blocks: set[tuple[str | None, str]] = field(default_factory=set)
+    agent_id: str
+    is_sidechain: bool
+    prompt_text: str
+    reaction_text: str
+    end_line_index: int
+    started_at: str | None
+    ended_at: str | None
+    provisional: bool
+    response_parts: list[str]
+    tool_counts: Counter[str]
+    commands: list[str]
+    raw_files: list[tuple[str, str]]  # (path as written, tool name)
+    tool_outputs: list[ToolOutput]
+    tool_names: dict[str, str]  # call id -> tool name
+    _seen_blocks: set[tuple[str | None, str]]
+
+    def __init__(
+        self,
+        line_index: int,
+        kind: str,
+        agent_id: str = "",
+        is_sidechain: bool = False,
+        prompt_text: str = "",
+        reaction_text: str = "",
+        end_line_index: int = 0,
+        started_at: str | None = None,
+        ended_at: str | None = None,
+        provisional: bool = True,
+        response_parts: list[str] | None = None,
+        tool_counts: Counter[str] | None = None,
+        commands: list[str] | None = None,
+        raw_files: list[tuple[str, str]] | None = None,
+        tool_outputs: list[ToolOutput] | None = None,
+        tool_names: dict[str, str] | None = None,
+        _seen_blocks: set[tuple[str | None, str]] | None = None,
+    ) -> None:
+        self.line_index = line_index
+        self.kind = kind
+        self.agent_id = agent_id
+        self.is_sidechain = is_sidechain
+        self.prompt_text = prompt_text
+        self.reaction_text = reaction_text
+        self.end_line_index = end_line_index
+        self.started_at = started_at
+        self.ended_at = ended_at
+        self.provisional = provisional
+        self.response_parts = [] if response_parts is None else response_parts
+        self.tool_counts = Counter() if tool_counts is None else tool_counts
+        self.commands = [] if commands is None else commands
+        self.raw_files = [] if raw_files is None else raw_files
+        self.tool_outputs = [] if tool_outputs is None else tool_outputs
+        self.tool_names = {} if tool_names is None else tool_names
+        self._seen_blocks = set() if _seen_blocks is None else _seen_blocks
 
     @property
     def response_text(self) -> str:

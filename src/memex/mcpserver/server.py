@@ -3,7 +3,8 @@
 The store is read through one read-only `Memex` that lives as long as the server, in one worker thread
 (SQLite connections stay in the thread that opened them; the event loop keeps answering meanwhile). The
 embedding model loads on the first call that needs it and stays loaded. A mistake in the arguments or an
-error inside memex is the tool's error result (`isError`, one clear line); the server keeps running.
+error inside memex is the tool's error result (`isError`, one clear line: `arguments`); the server keeps running.
+Every answer is redacted before it is cut to its page (`secrets`): it goes to the agent's model provider.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any, Literal
 
-from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import Field
@@ -25,7 +25,9 @@ from memex import __version__
 from memex.api import Memex
 from memex.config import Config
 from memex.errors import MemexError, UserError
+from memex.mcpserver.arguments import Server
 from memex.mcpserver.pages import HIT_FIELD_CHARS, MAX_RESULT_CHARS, READ_FIELD_CHARS, clip, dumps, fill
+from memex.mcpserver.secrets import redacted, redacted_hit
 from memex.store.queries import Filters
 
 log = logging.getLogger("memex.mcp")
@@ -56,8 +58,11 @@ UntilArg = Annotated[
     str | None, Field(description="Only up to this time: a date (the whole day is included), ISO time, or age.")
 ]
 PrArg = Annotated[int | None, Field(description="Only sessions linked to this pull request number.", ge=1)]
+# No store holds a billion items of one kind; past SQLite's 64-bit integers an offset was an internal error.
+MAX_OFFSET = 1_000_000_000
 OffsetArg = Annotated[
-    int, Field(description="Where the page starts: 0, or the `next_offset` of the previous page.", ge=0)
+    int,
+    Field(description="Where the page starts: 0, or the `next_offset` of the previous page.", ge=0, le=MAX_OFFSET),
 ]
 SessionArg = Annotated[str, Field(description="A session id, or a unique prefix of one (8 characters usually do).")]
 
@@ -104,10 +109,10 @@ def _filters(**values: Any) -> Filters:
     return Filters.parse(values)
 
 
-def build_server(config: Config) -> tuple[MCPServer[Any], Door]:
+def build_server(config: Config) -> tuple[Server, Door]:
     """The MCP server over the store of `config`, and the door to close when it stops."""
     door = Door(config)
-    server: MCPServer[Any] = MCPServer("memex", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    server = Server("memex", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
 
     @server.tool(
         annotations=READ_ONLY,
@@ -115,7 +120,8 @@ def build_server(config: Config) -> tuple[MCPServer[Any], Door]:
         description="Search earlier coding-agent sessions for turns matching a query: words, identifiers, "
         "paths, error text, or meaning, in any language. Returns {query, mode, levels, notes, results, offset, "
         "next_offset}; each result is one turn (prompt, the agent's work and answer, the user's reaction) with "
-        "session_id, agent_id ('' for the main agent, else a subagent), started_at, project_dir, title, "
+        "session_id, agent_id ('' for the main agent, else a subagent, named by subagent_name and "
+        "subagent_description where its agent named it), started_at, project_dir, title, "
         "prompt_text, full_text, tool_summary, matched_chunk, score; long fields are cut to "
         f"{HIT_FIELD_CHARS} characters (named in `truncated`: read the whole turn with show_session). One "
         "result per session, best first. Use it before redoing work that was probably done before. "
@@ -167,10 +173,15 @@ def build_server(config: Config) -> tuple[MCPServer[Any], Door]:
             )
             hits = []
             for hit in found.hits[offset:]:
-                data = hit.to_json()
+                data = redacted_hit(memex.conn, hit.to_json(), query)
                 data.pop("explain", None)  # how each ranked list placed it: for debugging, not for agents
                 hits.append(clip(data, HIT_FIELD_CHARS, HIT_TEXT_FIELDS))
-            envelope = {"query": query, "mode": found.mode, "levels": found.levels, "notes": found.notes}
+            # The query is echoed cut like a hit's field: a pasted log must not push the page past its budget.
+            envelope = clip(
+                redacted({"query": query, "mode": found.mode, "levels": found.levels, "notes": found.notes}),
+                HIT_FIELD_CHARS,
+                ("query",),
+            )
             more = len(found.hits) == offset + limit and offset + limit < MAX_SEARCH_RESULTS
             return fill(envelope, "results", hits, offset, more)
 
@@ -183,7 +194,8 @@ def build_server(config: Config) -> tuple[MCPServer[Any], Door]:
         "(user and assistant text, no tool calls), as {session, mirror, total, messages, offset, next_offset}, "
         "each message {role, text, timestamp}. view='turns': its turns in order with the agent's tool work, as "
         "{session, total, turns, offset, next_offset}, each turn with id, agent_id (a subagent's turn when "
-        "not ''), prompt_text, full_text, tool_summary, started_at. A session from another computer has only "
+        "not '', named by subagent_name and subagent_description), prompt_text, full_text, tool_summary, "
+        "started_at. A session from another computer has only "
         f"its conversation. Fields longer than {READ_FIELD_CHARS} characters are cut (named in `truncated`).",
     )
     async def show_session(
@@ -195,6 +207,12 @@ def build_server(config: Config) -> tuple[MCPServer[Any], Door]:
         limit: Annotated[int, Field(description="Messages or turns per page.", ge=1, le=200)] = 30,
     ) -> str:
         def work(memex: Memex) -> dict[str, Any]:
+            if view == "turns" and not memex.is_local(session_id := memex.resolve_session(session)):
+                # Memex.show's own message names the CLI's flags, which an agent here has not.
+                computer = memex.show(session_id).session.get("computer")
+                raise UserError(
+                    f"session {session_id} ran on {computer}: only its conversation is here; read it with view='mirror'"
+                )
             found = memex.show(session, turns=view == "turns")
             if view == "turns":
                 items = found.turns or []
@@ -206,7 +224,8 @@ def build_server(config: Config) -> tuple[MCPServer[Any], Door]:
                 info = {k: v for k, v in mirror.items() if k != "messages"} if mirror else None
                 envelope = {"session": found.session, "mirror": info, "total": len(items)}
                 key = "messages"
-            page = [clip(item, READ_FIELD_CHARS) for item in items[offset : offset + limit]]
+            envelope = redacted(envelope)  # the session's title
+            page = [clip(redacted(item), READ_FIELD_CHARS) for item in items[offset : offset + limit]]
             return fill(envelope, key, page, offset, offset + limit < len(items))
 
         return await door.call("show_session", work)
@@ -216,7 +235,8 @@ def build_server(config: Config) -> tuple[MCPServer[Any], Door]:
         structured_output=False,
         description="List earlier coding-agent sessions, newest first, optionally of one project, agent, pull "
         "request or time range. Returns {sessions, offset, next_offset}; each session has session_id, agent, "
-        "computer, project_dir, title (usually its first prompt), started_at, ended_at, turns, subagents, prs. "
+        "computer, project_dir, title (usually its first prompt), started_at, ended_at, turns, subagents (a count), "
+        "subagent_names, prs. "
         "Use it to see what was worked on recently or to pick a session to read with show_session.",
     )
     async def list_sessions(
@@ -231,7 +251,7 @@ def build_server(config: Config) -> tuple[MCPServer[Any], Door]:
         def work(memex: Memex) -> dict[str, Any]:
             filters = _filters(project=project, agent=agent, since=since, until=until, pr=pr)
             rows = memex.sessions(filters, limit=offset + limit + 1)
-            page = [row.to_json() for row in rows[offset : offset + limit]]
+            page = [redacted(row.to_json()) for row in rows[offset : offset + limit]]
             return fill({}, "sessions", page, offset, len(rows) > offset + limit)
 
         return await door.call("list_sessions", work)
@@ -246,7 +266,8 @@ def build_server(config: Config) -> tuple[MCPServer[Any], Door]:
         "alike the file paths read), shared_count, shared_files, shared ([{path, sessions}]: how many sessions, "
         "this one included, touched each file; fewer is more telling), files. kind='turns': "
         "stretches of consecutive turns of other sessions that worked on the files of its last `window` "
-        "turns, each with turns (turn_id, agent_id, started_at, prompt), files, shared_files, score. Returns "
+        "turns, each with turns (turn_id, agent_id, subagent_name, started_at, prompt), files, shared_files, "
+        "score. Returns "
         "{session, results, warnings, offset, next_offset}. Use before changing files another session changed.",
     )
     async def find_related(
@@ -286,7 +307,7 @@ def build_server(config: Config) -> tuple[MCPServer[Any], Door]:
                 found = memex.related_turns(session_id, filters, limit, window, min_shared=min_shared)
             else:
                 found = memex.related_sessions(session_id, filters, limit, min_shared=min_shared)
-            data = found.to_json()
+            data = redacted(found.to_json())
             return fill(data, "results", data["results"], 0, False)
 
         return await door.call("find_related", work)
@@ -311,7 +332,9 @@ def build_server(config: Config) -> tuple[MCPServer[Any], Door]:
     ) -> str:
         return await door.call(
             "recall",
-            lambda memex: memex.recall(prompt, session_id=session_id, project_dir=project_dir, semantic=True).to_json(),
+            lambda memex: redacted(
+                memex.recall(prompt, session_id=session_id, project_dir=project_dir, semantic=True).to_json()
+            ),
         )
 
     @server.tool(
@@ -322,7 +345,7 @@ def build_server(config: Config) -> tuple[MCPServer[Any], Door]:
         "types an agent's reader does not know yet. Use it to check that memex has indexed anything at all.",
     )
     async def stats() -> str:
-        return await door.call("stats", lambda memex: memex.stats().to_json())
+        return await door.call("stats", lambda memex: redacted(memex.stats().to_json()))
 
     return server, door
 

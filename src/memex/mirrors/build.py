@@ -15,20 +15,19 @@ The result is the mirror a rebuild from every entry gives, to the character.
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import sqlite3
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 
 from memex.config import MIRROR_SEGMENT_CHARS
+from memex.digest import blake2b
 from memex.errors import MemexError
 from memex.mirrors import segments
 from memex.mirrors.model import LABELS, Mirror, mirror_from_row
 from memex.mirrors.segments import MirrorState, Segment, load_state, save_state
+from memex.plain import Record
 from memex.redact import clear_cut, redact
 from memex.store import mirrors as store
 from memex.textutil import fts_text, strip_system_reminders
@@ -60,13 +59,18 @@ def message_text(raw: str | None) -> str:
     return text[: clear_cut(text, MAX_MESSAGE_CHARS)] + _CUT
 
 
-@dataclass
-class Gap:
+class Gap(Record):
     """Messages a stored mirror cut out (see `_fit`), known only by their number; `after`: the length of
     the messages that mirror kept after them (the message before those did not fit beside them)."""
 
+    __slots__ = ("after", "count")
+
     count: int
     after: int
+
+    def __init__(self, count: int, after: int) -> None:
+        self.count = count
+        self.after = after
 
 
 class Conversation:
@@ -206,32 +210,46 @@ def content_hash(mirror: Mirror, digests: list[str] | None = None) -> str:
         ],
         option=orjson.OPT_SORT_KEYS,
     )
-    return hashlib.blake2b(payload, digest_size=16).hexdigest()
+    return blake2b(payload, digest_size=16).hexdigest()
 
 
 # --- a local session's mirror: rebuilt from every entry, or continued from the stored one ------------
 
 
-@dataclass
-class _Build:
+class _Build(Record):
     """A local session's new mirror and the state to resume from next time. Its text is the stored one up
     to `cut`, then `conversation_text`; its message spans are `metadata["messages"]`, after the stored ones
     that start before `frozen` (those of a continued conversation that were not read again)."""
 
+    __slots__ = ("count", "cut", "frozen", "mirror", "state")
+
     mirror: Mirror
     state: MirrorState
     count: int  # messages in all
-    cut: int = 0
-    frozen: int = 0  # stored spans starting before this are kept
+    cut: int
+    frozen: int  # stored spans starting before this are kept
+
+    def __init__(self, mirror: Mirror, state: MirrorState, count: int, cut: int = 0, frozen: int = 0) -> None:
+        self.mirror = mirror
+        self.state = state
+        self.count = count
+        self.cut = cut
+        self.frozen = frozen
 
 
-@dataclass
-class _Stored:
+class _Stored(Record):
     """A local session's stored mirror, as much of it as continuing it needs."""
 
-    id: int | None = None
-    content_hash: str = ""
-    segments: list[Segment] = field(default_factory=list)
+    __slots__ = ("content_hash", "id", "segments")
+
+    id: int | None
+    content_hash: str
+    segments: list[Segment]
+
+    def __init__(self, id: int | None = None, content_hash: str = "", segments: list[Segment] | None = None) -> None:
+        self.id = id
+        self.content_hash = content_hash
+        self.segments = [] if segments is None else segments
 
 
 def _stored(conn: sqlite3.Connection, session: sqlite3.Row) -> _Stored:
@@ -491,7 +509,7 @@ def redact_mirror(mirror: Mirror) -> tuple[Mirror, int]:
     metadata = {**mirror.metadata, "redacted": total}
     if spans:
         metadata["messages"] = spans
-    clean_mirror = dataclasses.replace(mirror, title=title, conversation_text=conversation, metadata=metadata)
+    clean_mirror = mirror.replace(title=title, conversation_text=conversation, metadata=metadata)
     clean_mirror.content_hash = content_hash(clean_mirror)
     return clean_mirror, total
 

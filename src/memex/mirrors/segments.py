@@ -16,15 +16,15 @@ text or spans.
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 import zlib
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from memex.config import MIRROR_SEGMENT_CHARS
+from memex.digest import blake2b
+from memex.plain import Record
 from memex.store import mirrors as store
 from memex.textutil import fts_text
 
@@ -33,21 +33,40 @@ _BREAK = "\n\n"
 _WINDOW = 16
 
 
-@dataclass
-class Segment:
+class Segment(Record):
     """A segment to write (`body` set), or one stored (`id` set), which a write may move to `start`."""
+
+    __slots__ = ("body", "digest", "id", "length", "spans", "start", "title")
 
     start: int
     length: int
     digest: str | None
-    spans: list[list[Any]] = field(default_factory=list)  # [role, start, end, timestamp], from `start`
-    body: str | None = None
-    id: int | None = None
-    title: str = ""
+    spans: list[list[Any]]  # [role, start, end, timestamp], from `start`
+    body: str | None
+    id: int | None
+    title: str
+
+    def __init__(
+        self,
+        start: int,
+        length: int,
+        digest: str | None,
+        spans: list[list[Any]] | None = None,
+        body: str | None = None,
+        id: int | None = None,
+        title: str = "",
+    ) -> None:
+        self.start = start
+        self.length = length
+        self.digest = digest
+        self.spans = [] if spans is None else spans
+        self.body = body
+        self.id = id
+        self.title = title
 
 
 def _digest(body: str, spans: list[list[Any]]) -> str:
-    hasher = hashlib.blake2b(orjson.dumps(spans), digest_size=16)  # JSON first: it ends where it ends
+    hasher = blake2b(orjson.dumps(spans), digest_size=16)  # JSON first: it ends where it ends
     hasher.update(body.encode("utf-8", "surrogatepass"))
     return hasher.hexdigest()
 
@@ -184,21 +203,60 @@ def write_segments(
     )
 
 
-@dataclass
-class MirrorState:
+class MirrorState(Record):
     """How far a local session's conversation had got at its resume line, when its mirror was stored."""
+
+    __slots__ = (
+        "chars",
+        "content_hash",
+        "head",
+        "last_chars",
+        "last_role",
+        "last_start",
+        "last_timestamp",
+        "line_index",
+        "messages",
+        "recipe",
+        "tail_start",
+    )
 
     line_index: int  # the resume line: what follows is about the entries before it
     messages: int  # how many messages they make
     chars: int  # the length of them all
-    last_role: str | None = None  # the last of them: its speaker,
-    last_start: int | None = None  # where its text starts in the mirror (None: cut out of it),
-    last_chars: int = 0  # its length (a later assistant line may extend it)
-    last_timestamp: str | None = None  # and its time
-    head: int | None = None  # a mirror cut to its cap: the messages of its first half ...
-    tail_start: int | None = None  # ... and the first message of its last half
-    content_hash: str = ""  # the stored mirror this belongs to ("" for none)
-    recipe: str = ""  # the mirror recipe it was made with
+    last_role: str | None  # the last of them: its speaker,
+    last_start: int | None  # where its text starts in the mirror (None: cut out of it),
+    last_chars: int  # its length (a later assistant line may extend it)
+    last_timestamp: str | None  # and its time
+    head: int | None  # a mirror cut to its cap: the messages of its first half ...
+    tail_start: int | None  # ... and the first message of its last half
+    content_hash: str  # the stored mirror this belongs to ("" for none)
+    recipe: str  # the mirror recipe it was made with
+
+    def __init__(
+        self,
+        line_index: int,
+        messages: int,
+        chars: int,
+        last_role: str | None = None,
+        last_start: int | None = None,
+        last_chars: int = 0,
+        last_timestamp: str | None = None,
+        head: int | None = None,
+        tail_start: int | None = None,
+        content_hash: str = "",
+        recipe: str = "",
+    ) -> None:
+        self.line_index = line_index
+        self.messages = messages
+        self.chars = chars
+        self.last_role = last_role
+        self.last_start = last_start
+        self.last_chars = last_chars
+        self.last_timestamp = last_timestamp
+        self.head = head
+        self.tail_start = tail_start
+        self.content_hash = content_hash
+        self.recipe = recipe
 
 
 def load_state(conn: sqlite3.Connection, session_id: str) -> MirrorState | None:

@@ -13,7 +13,6 @@ dicts are the `--json` contract.
 
 from __future__ import annotations
 
-import dataclasses
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
@@ -27,7 +26,7 @@ from memex.related.rarity import Rarity, combined, order_key, rarity
 from memex.related.resources import ProgressFn, counted_tools_sql, weight_sql
 from memex.related.windows import best_windows, mean_direction
 from memex.store.access_patterns import json_list
-from memex.store.queries import Filters, turns_by_ids, where
+from memex.store.queries import Filters, is_indexed, turns_by_ids, where
 from memex.textutil import short_id, shorten
 
 _SESSION_FIELDS = "session_id, agent, computer, project_dir, title, started_at, ended_at"
@@ -47,7 +46,7 @@ def related_sessions(
     refresh_patterns(conn, config, on_progress)
     query = _query_session(conn, config, session_id)
     mine = _file_weights(conn, config, "t.session_id", [session_id]).get(session_id, {})
-    others = dataclasses.replace(filters, exclude_session=session_id)
+    others = filters.replace(exclude_session=session_id)
     ids, matrix = _session_centroids(conn, config, others, len(query["vector"]))
     rare = rarity(conn, config, list(mine), _all_sessions(filters, ids))
     chosen = _rank(ids, matrix @ query["vector"], mine, rare, config, min_shared, limit)
@@ -87,7 +86,7 @@ def related_turns(
     recent_list = [int(t) for t in recent_ids]
     mine = _merge(_file_weights(conn, config, "t.id", recent_list), recent_list)
     # Stage 1: the candidate sessions with the best combined score against what the session is doing now.
-    others = dataclasses.replace(filters, exclude_session=session_id)
+    others = filters.replace(exclude_session=session_id)
     ids, matrix = _session_centroids(conn, config, others, len(target))
     rare = rarity(conn, config, list(mine), _all_sessions(filters, ids))
     ranked = _rank(ids, matrix @ target, mine, rare, config, min_shared, config.related_candidate_sessions)
@@ -202,6 +201,13 @@ def _query_session(conn: sqlite3.Connection, config: Config, session_id: str) ->
         "WHERE p.session_id = ? AND p.model_version = ?",
         (session_id, config.resource_model_version),
     ).fetchone()
+    if row is None and not is_indexed(conn, session_id):
+        # Known here by its mirror only: the conversation came, the files it worked on did not.
+        computer = conn.execute("SELECT computer FROM mirrors WHERE session_id = ? LIMIT 1", (session_id,)).fetchone()
+        raise UserError(
+            f"session {short_id(session_id)} ran on {computer[0] if computer else 'another computer'}: only its "
+            "conversation is here, not the files it worked on; find related work on that computer"
+        )
     if row is None or row[0] is None:
         raise UserError(
             f"session {short_id(session_id)} touched no files (no read, edit or @-mention of a file): "
@@ -319,6 +325,8 @@ def _turn(turn: dict[str, Any], config: Config) -> dict[str, Any]:
     return {
         "turn_id": turn["id"],
         "agent_id": turn["agent_id"],
+        "subagent_name": turn["subagent_name"],
+        "subagent_description": turn["subagent_description"],
         "line_index": turn["line_index"],
         "started_at": turn["started_at"],
         "prompt": shorten(prompt, config.related_prompt_chars),

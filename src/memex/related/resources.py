@@ -4,8 +4,8 @@ path vectors (`resource_embeddings`) that every session's centroids share.
 What counts, and why:
 - A file a tool read, edited or wrote (Claude's Read/Edit/Write…, Codex's apply_patch and the files a
   shell command names, Gemini's read_file/replace/write_file…) and a file the user @-mentioned.
-- Not a Grep/Glob/LS call (and Gemini's equivalents): what they record is a folder or a pattern to search,
-  not a file the turn worked on.
+- Not a Grep/Glob/LS call (and Gemini's, Cursor's, OpenCode's, Pi's, Cline's and Roo Code's equivalents):
+  what they record is a folder or a pattern to search, not a file the turn worked on.
 - Not a `file_history_snapshot`: Claude Code's snapshot before each prompt lists every file it has tracked
   since the session began, so it repeats the Edit/Write mentions of earlier turns; counting it would pull
   each later turn's centroid toward everything edited before it. The edits themselves are already counted.
@@ -52,6 +52,13 @@ IGNORED_TOOLS = (
     "grep_search",
     "search_file_content",
     "list_directory",
+    "list_dir",  # Cursor's (a SpecStory export's `Listed directory src`)
+    "list",  # OpenCode's
+    "ls",  # Pi's (and its `find`, which takes a folder and a pattern)
+    "find",
+    "list_files",  # Cline's and Roo Code's (and their searches of a folder)
+    "search_files",
+    "list_code_definition_names",
     "file_history_snapshot",
 )
 TEMP_ROOTS = ("/tmp/", "/private/tmp/", "/var/tmp/", "/var/folders/", "/private/var/folders/", "/dev/", "/proc/")

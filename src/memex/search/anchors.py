@@ -9,11 +9,10 @@ vectors are computed once per model and kept beside the vector cache.
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 
 from memex.config import Config
+from memex.digest import blake2b
 from memex.embed.model import Embedder
 
 ANCHORS = (
@@ -31,7 +30,7 @@ _cache: dict[str, np.ndarray] = {}
 
 def anchor_vectors(config: Config, embedder: Embedder) -> np.ndarray:
     """The anchors' passage vectors (computed once per model, then read from disk)."""
-    digest = hashlib.blake2b("\n".join(ANCHORS).encode(), digest_size=6).hexdigest()
+    digest = blake2b("\n".join(ANCHORS).encode(), digest_size=6).hexdigest()
     key = f"{embedder.name}-{digest}"
     if key in _cache:
         return _cache[key]

@@ -15,7 +15,6 @@ import bisect
 import re
 import sqlite3
 import sys
-from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +22,7 @@ from memex.background import Background
 from memex.config import Config
 from memex.embed.model import Embedder, EmbedderUnavailable, backend_of, embedded_query
 from memex.mirrors.search import excerpt, mirror_hits, search_mirrors
+from memex.plain import Record
 from memex.search.dates import named_days
 from memex.search.highlight import spans_json
 from memex.search.lexical import Coverage, TermRarity, chunk_texts, search_chunks, word_coverage
@@ -113,29 +113,65 @@ def level_order(query: str, level: str | None = None) -> list[str]:
     return ["session", "turn", "chunk"] if is_coarse(query) else ["chunk", "turn", "session"]
 
 
-@dataclass
-class _Candidate:
+class _Candidate(Record):
     """A turn (or a session known only by its mirror) and what each list said about it."""
+
+    __slots__ = ("best_cosine", "chunk_id", "key", "lexical", "neighbours", "paragraph", "parts", "score", "session_id")
 
     key: tuple[str, int]  # ("turn", turn id) or ("mirror", mirror id)
     session_id: str
-    score: float = 0.0
-    parts: dict[str, dict[str, float]] = field(default_factory=dict)
-    chunk_id: int | None = None
-    lexical: bool = False  # it holds enough of the query's words to answer it by itself
-    neighbours: list[int] = field(default_factory=list)  # found turns at most NEIGHBOUR_REACH away
-    best_cosine: float = 0.0
-    paragraph: float = 0.0  # the query's word weight its best paragraph holds (found by words), else 0
+    score: float
+    parts: dict[str, dict[str, float]]
+    chunk_id: int | None
+    lexical: bool  # it holds enough of the query's words to answer it by itself
+    neighbours: list[int]  # found turns at most NEIGHBOUR_REACH away
+    best_cosine: float
+    paragraph: float  # the query's word weight its best paragraph holds (found by words), else 0
+
+    def __init__(
+        self,
+        key: tuple[str, int],
+        session_id: str,
+        score: float = 0.0,
+        parts: dict[str, dict[str, float]] | None = None,
+        chunk_id: int | None = None,
+        lexical: bool = False,
+        neighbours: list[int] | None = None,
+        best_cosine: float = 0.0,
+        paragraph: float = 0.0,
+    ) -> None:
+        self.key = key
+        self.session_id = session_id
+        self.score = score
+        self.parts = {} if parts is None else parts
+        self.chunk_id = chunk_id
+        self.lexical = lexical
+        self.neighbours = [] if neighbours is None else neighbours
+        self.best_cosine = best_cosine
+        self.paragraph = paragraph
 
 
-@dataclass
-class SearchOutcome:
+class SearchOutcome(Record):
     """The results and how they were found."""
+
+    __slots__ = ("levels", "mode", "notes", "results")
 
     results: list[dict[str, Any]]
     mode: str  # the mode actually used (hybrid degrades to lexical when no model or vectors)
     levels: list[str]
-    notes: list[str] = field(default_factory=list)
+    notes: list[str]
+
+    def __init__(
+        self,
+        results: list[dict[str, Any]],
+        mode: str,
+        levels: list[str],
+        notes: list[str] | None = None,
+    ) -> None:
+        self.results = results
+        self.mode = mode
+        self.levels = levels
+        self.notes = [] if notes is None else notes
 
 
 def _owners_sql(level: str, filters: Filters) -> tuple[str, list[Any]]:

@@ -8,11 +8,11 @@ import sqlite3
 import threading
 import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate
-from typing import ClassVar
+from typing import ClassVar, Final
 
+from memex.plain import FrozenRecord, Record
 from memex.search.irregular import irregular_forms
 from memex.store.queries import Filters, where
 from memex.textutil import fts_text, has_cjk, lazy_pattern
@@ -103,12 +103,17 @@ def word_stem(word: str) -> str | None:
     return stem if len(stem) >= MIN_STEM_CHARS and word.lower().startswith(stem) else None
 
 
-@dataclass(frozen=True)
-class Coverage:
+class Coverage(FrozenRecord):
     """The share of a query's word weight a text holds: in all (`whole`), and in its best paragraph alone."""
 
-    whole: float
-    paragraph: float
+    __slots__ = ("paragraph", "whole")
+
+    whole: Final[float]
+    paragraph: Final[float]
+
+    def __init__(self, whole: float, paragraph: float) -> None:
+        self.whole = whole
+        self.paragraph = paragraph
 
 
 def word_coverage(
@@ -194,14 +199,21 @@ def fts_query(
     return (" AND " if match_all else " OR ").join(terms) if terms else None
 
 
-@dataclass
-class LexicalHit:
+class LexicalHit(Record):
     """A turn found by BM25, with its best chunk."""
+
+    __slots__ = ("chunk_id", "rank", "score", "turn_id")
 
     turn_id: int
     chunk_id: int
     score: float  # BM25, higher is better
     rank: int  # 1-based position among lexical hits
+
+    def __init__(self, turn_id: int, chunk_id: int, score: float, rank: int) -> None:
+        self.turn_id = turn_id
+        self.chunk_id = chunk_id
+        self.score = score
+        self.rank = rank
 
 
 def search_chunks(

@@ -14,10 +14,10 @@ by their float32 cosine: the neighbours, scores and order an exact scan of the f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import simsimd
+
+from memex.plain import Record
 
 # Added to every bound: the rounding of float32 products (n·u·Σ|xᵢqᵢ| ≤ 384 · 6e-8 for unit vectors) and
 # of the estimate's own arithmetic, with room to spare.
@@ -27,15 +27,30 @@ LEVELS = 127  # int8 codes use -127…127 (symmetric)
 SAMPLE_PER_WANTED = 32
 
 
-@dataclass
-class Codes:
+class Codes(Record):
     """int8 codes of rows minus `center`, and per row its scale, error and norm (float32)."""
+
+    __slots__ = ("center", "codes", "error", "norm", "scale")
 
     codes: np.ndarray  # (rows, dim) int8
     scale: np.ndarray  # (rows,)
     error: np.ndarray  # (rows,) ‖x − c − x̂‖
     norm: np.ndarray  # (rows,) ‖x̂‖
     center: np.ndarray  # (dim,)
+
+    def __init__(
+        self,
+        codes: np.ndarray,
+        scale: np.ndarray,
+        error: np.ndarray,
+        norm: np.ndarray,
+        center: np.ndarray,
+    ) -> None:
+        self.codes = codes
+        self.scale = scale
+        self.error = error
+        self.norm = norm
+        self.center = center
 
     @classmethod
     def of(cls, codes: np.ndarray, bounds: np.ndarray, center: np.ndarray) -> Codes:
@@ -44,12 +59,17 @@ class Codes:
         return cls(codes, scale, error, norm, center)
 
 
-@dataclass
-class Estimate:
+class Estimate(Record):
     """Every row's estimated cosine to a query and how far its true cosine can be from it (float32)."""
+
+    __slots__ = ("approx", "slack")
 
     approx: np.ndarray
     slack: np.ndarray
+
+    def __init__(self, approx: np.ndarray, slack: np.ndarray) -> None:
+        self.approx = approx
+        self.slack = slack
 
 
 def encode(matrix: np.ndarray, center: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

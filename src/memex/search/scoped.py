@@ -11,9 +11,9 @@ the turn holding that message. Both rank by BM25: every word first, any word whe
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
 from typing import Any
 
+from memex.plain import Record
 from memex.redact import redact
 from memex.search.highlight import highlighted_excerpt, spans_json
 from memex.search.lexical import _words, fts_query, term_tokens
@@ -30,16 +30,36 @@ EXCERPT_CHARS = 600
 CANDIDATES_PER_RESULT = 5
 
 
-@dataclass
-class _Match:
+class _Match(Record):
+    __slots__ = ("chars", "is_error", "line_index", "owner_id", "score", "text", "tool_name", "turn_id")
     turn_id: int
     owner_id: int  # the tool output's id, or the entry's
     score: float
     text: str
-    tool_name: str | None = None
-    is_error: int = 0
-    chars: int = 0
-    line_index: int = 0
+    tool_name: str | None
+    is_error: int
+    chars: int
+    line_index: int
+
+    def __init__(
+        self,
+        turn_id: int,
+        owner_id: int,
+        score: float,
+        text: str,
+        tool_name: str | None = None,
+        is_error: int = 0,
+        chars: int = 0,
+        line_index: int = 0,
+    ) -> None:
+        self.turn_id = turn_id
+        self.owner_id = owner_id
+        self.score = score
+        self.text = text
+        self.tool_name = tool_name
+        self.is_error = is_error
+        self.chars = chars
+        self.line_index = line_index
 
 
 def _ranked(

@@ -27,13 +27,13 @@ import logging
 import os
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import orjson
 
 from memex.config import Config
+from memex.plain import Record
 from memex.search.quantized import Codes, Estimate, candidates, encode, estimate
 from memex.store.db import is_read_only_error, make_private_folder, open_private
 
@@ -47,21 +47,32 @@ MIN_CHECKED = 16  # candidates whose rows are looked up at least at a time (`Vec
 CACHE_FILES = ("matrix.f32", "ids.i64", "owners.i64", "bits.u8", "center.f32", "codes.i8", "codes.f32")
 
 
-@dataclass
-class Neighbour:
+class Neighbour(Record):
     """An owner (chunk, turn or mirror id) and its cosine similarity to the query."""
+
+    __slots__ = ("cosine", "owner_id")
 
     owner_id: int
     cosine: float
 
+    def __init__(self, owner_id: int, cosine: float) -> None:
+        self.owner_id = owner_id
+        self.cosine = cosine
 
-@dataclass
-class Scan:
+
+class Scan(Record):
     """A query's estimated cosine to every row of a cache, as it was (rows, generation) when scanned."""
+
+    __slots__ = ("cache", "estimate", "query")
 
     query: np.ndarray
     cache: tuple[int, int]
     estimate: Estimate
+
+    def __init__(self, query: np.ndarray, cache: tuple[int, int], estimate: Estimate) -> None:
+        self.query = query
+        self.cache = cache
+        self.estimate = estimate
 
 
 class VectorIndex:

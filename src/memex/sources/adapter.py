@@ -15,7 +15,9 @@ from memex.sources.model import BadLine, Entry, Transcript
 
 
 class SourceAdapter(Protocol):
-    """The module of one agent (`memex.sources.claude`…)."""
+    """The module of one agent (`memex.sources.claude`…). Optional: `invoked_name(path, agent_id)`, the name
+    a subagent's parent gave it when the subagent's own file holds none (Gemini), asked again each time the
+    parent is read (`memex.ingest.pipeline`)."""
 
     # The agent's name, as sessions and `--agent` know it.
     AGENT: str

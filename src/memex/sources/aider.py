@@ -12,7 +12,6 @@ by the file line above the fence), applied edits (`edit`), files added to the ch
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -20,6 +19,7 @@ from datetime import datetime
 from functools import partial
 from pathlib import Path
 
+from memex.digest import blake2b
 from memex.sources.files import Skipped, candidates, open_regular, safe_resolve
 from memex.sources.guard import checked
 from memex.sources.jsonl import DEFAULT_MAX_LINE_BYTES, RawLine
@@ -44,7 +44,7 @@ _SEARCH = "<<<<<<< SEARCH"
 
 def session_id_of(path: Path) -> str:
     """An Aider history's session id: derived from where the file is (Aider names none)."""
-    return "aider-" + hashlib.blake2b(str(safe_resolve(path)).encode(), digest_size=8).hexdigest()
+    return "aider-" + blake2b(str(safe_resolve(path)).encode(), digest_size=8).hexdigest()
 
 
 def _starts_like_aider(path: Path) -> bool:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import date, timedelta
 from functools import partial
 from pathlib import Path
@@ -55,8 +55,9 @@ _WRAPPED_OUTPUT = '{"output":'
 _NAME_TIME = len("rollout-2026-01-01T00-00-00")
 _OLD_HEADER_PREFIX = re.compile(rb'^\{\s*"id"\s*:\s*"([^"]+)"\s*,\s*"timestamp"\s*:')
 _SESSION_META_PAYLOAD = re.compile(rb'"type"\s*:\s*"session_meta"\s*,\s*"payload"\s*:\s*\{')
-# The session_meta keys that say whose thread a rollout is (they precede its long instructions).
-_META_IDS = re.compile(rb'"(id|session_id|parent_thread_id)"\s*:\s*"([^"\\]+)"')
+# The session_meta keys that say whose thread a rollout is, and what a spawned agent is called (they
+# precede its long instructions).
+_META_IDS = re.compile(rb'"(id|session_id|parent_thread_id|agent_nickname|agent_role)"\s*:\s*"([^"\\]+)"')
 # Record types this module reads, or knows to carry nothing to recall. Any other type is kept as an entry
 # and counted as format drift (`memex stats`).
 _IGNORED_LINE_TYPES = frozenset({"world_state", "token_usage_record"})
@@ -124,8 +125,12 @@ _NOISE_EVENTS = {
 # --- discovery -------------------------------------------------------------------------------------
 
 
-def _peek(path: Path) -> tuple[str, str | None, str | None] | None:
-    """("wrapped" | "old", session id, subagent id) when the first line is a Codex rollout's, else None.
+Shape = tuple[str, str | None, str | None, str | None]
+
+
+def _peek(path: Path) -> Shape | None:
+    """("wrapped" | "old", session id, subagent id, subagent name) when the first line is a Codex
+    rollout's, else None.
 
     Only the first PEEK_BYTES of the first line are read: a longer session_meta line (its instructions can
     run to hundreds of kilobytes) is recognised by its prefix, its ids read from the keys that precede them.
@@ -143,14 +148,14 @@ def _peek(path: Path) -> tuple[str, str | None, str | None] | None:
     if _WRAPPED_PREFIX.match(body):
         payload = _SESSION_META_PAYLOAD.search(body)
         if payload is None:
-            return "wrapped", None, None
+            return "wrapped", None, None, None
         ids: dict[str, str] = {}
         for match in _META_IDS.finditer(body, payload.end()):
             ids.setdefault(match.group(1).decode(), match.group(2).decode())
-        return ("wrapped", *thread_of(ids))
+        return ("wrapped", *thread_of(ids), agent_name(ids))
     old = _OLD_HEADER_PREFIX.match(body)
     if old and b'"type"' not in body[:200]:
-        return "old", old.group(1).decode(), None
+        return "old", old.group(1).decode(), None, None
     return None
 
 
@@ -174,14 +179,29 @@ def thread_of(meta: dict[str, Any]) -> tuple[str | None, str | None]:
     return thread or root, None
 
 
-def _shape(data: dict[str, Any]) -> tuple[str, str | None, str | None] | None:
+def agent_name(meta: dict[str, Any]) -> str | None:
+    """What Codex calls a spawned agent (its session_meta payload): the nickname it shows the user
+    (`agent_nickname`, "Laplace"), with the role it was given (`agent_role`) when there is one."""
+    nickname, role = _str(meta.get("agent_nickname")), _str(meta.get("agent_role"))
+    source = meta.get("source")
+    spawn = source.get("subagent") if isinstance(source, dict) else None
+    spawn = spawn.get("thread_spawn") if isinstance(spawn, dict) else None
+    if isinstance(spawn, dict):
+        nickname = nickname or _str(spawn.get("agent_nickname"))
+        role = role or _str(spawn.get("agent_role"))
+    if nickname and role:
+        return f"{nickname} ({role})"
+    return nickname or role
+
+
+def _shape(data: dict[str, Any]) -> Shape | None:
     if data.get("type") in WRAPPED_TYPES and "payload" in data:
         payload = data["payload"]
         if data["type"] == "session_meta" and isinstance(payload, dict):
-            return ("wrapped", *thread_of(payload))
-        return "wrapped", None, None
+            return ("wrapped", *thread_of(payload), agent_name(payload))
+        return "wrapped", None, None, None
     if isinstance(data.get("id"), str) and "timestamp" in data and "type" not in data and "sessionId" not in data:
-        return "old", data["id"], None
+        return "old", data["id"], None, None
     return None
 
 
@@ -196,7 +216,9 @@ def classify(path: Path) -> Transcript | None:
         return None
     from_name = _UUID_TAIL.search(path.stem)
     session_id = (shape[1] if shape else None) or (from_name.group(1) if from_name else path.stem)
-    return Transcript(path, AGENT, session_id, shape[2] if shape else None)
+    subagent_id = shape[2] if shape else None
+    name = shape[3] if shape and subagent_id else None  # a session is no one's subagent
+    return Transcript(path, AGENT, session_id, subagent_id, agent_type=name)
 
 
 def discover(
@@ -266,11 +288,12 @@ def _content_blocks(content: Any) -> list[Block] | None:
     return blocks
 
 
-def _user_entry(entry: Entry) -> Entry:
-    """Classify a user message: the user's words (a prompt), a subagent's report, or Codex's own text."""
+def _user_entry(entry: Entry, nickname: Callable[[str], str | None] | None = None) -> Entry:
+    """Classify a user message: the user's words (a prompt), a subagent's report (named by `nickname`), or
+    Codex's own text."""
     text = entry.text
     images = [b for b in entry.blocks if b.kind == "image"]
-    report = codex_subagent_report(text)
+    report = codex_subagent_report(text, nickname)
     if report is not None:
         entry.kind, entry.role, entry.blocks = "assistant", "assistant", [Block("text", report.text())]
         entry.extra["report_of"] = report.agent_id
@@ -310,6 +333,38 @@ class _Reader:
         self.max_line_bytes = max_line_bytes
         self.header_timestamp: str | None = None
         self.header_read = False
+        self.nicknames: dict[str, str] = {}  # a spawned agent's thread id -> what Codex calls it
+        self.nicknames_read = False
+
+    def _learn(self, payload: dict[str, Any]) -> None:
+        """Remember the nicknames of the agents a line says were spawned: the spawn's output
+        (`{"agent_id", "nickname"}`) and Codex 0.169's CollabAgentToolCall items (`receiver_agents`)."""
+        item = payload.get("item") if payload.get("type") == "item_completed" else None
+        if isinstance(item, dict) and isinstance(agents := item.get("receiver_agents"), list):
+            for agent in agents:
+                if isinstance(agent, dict) and (thread := _str(agent.get("thread_id"))):
+                    self._name(thread, agent.get("agent_nickname"))
+        elif payload.get("type") == "function_call_output":
+            output = payload.get("output")
+            if isinstance(output, str) and output.startswith("{") and '"nickname"' in output:
+                with contextlib.suppress(orjson.JSONDecodeError):
+                    spawned = orjson.loads(output)
+                    if isinstance(spawned, dict) and (thread := _str(spawned.get("agent_id"))):
+                        self._name(thread, spawned.get("nickname"))
+
+    def _name(self, thread: str, nickname: Any) -> None:
+        if name := _str(nickname):
+            self.nicknames[thread] = name
+
+    def nickname(self, thread: str) -> str | None:
+        """What Codex calls the spawned agent `thread`; a rollout read from an offset (its spawn in a part
+        read before) is read once from its start for the nicknames."""
+        if thread not in self.nicknames and not self.nicknames_read:
+            self.nicknames_read = True
+            for line in read_jsonl(self.path, max_line_bytes=self.max_line_bytes):
+                if isinstance(line.data, dict) and isinstance(payload := line.data.get("payload"), dict):
+                    self._learn(payload)
+        return self.nicknames.get(thread)
 
     def _old_timestamp(self) -> str | None:
         if not self.header_read:  # reading from an offset: the header is the file's first line
@@ -333,8 +388,10 @@ class _Reader:
             if kind == "session_meta":
                 return self._session_meta(line, payload, timestamp)
             if kind == "response_item":
-                return _response_item(line.line_index, payload, timestamp)
+                self._learn(payload)
+                return _response_item(line.line_index, payload, timestamp, self.nickname)
             if kind == "event_msg":
+                self._learn(payload)
                 return _event(line.line_index, payload, timestamp)
             if kind == "turn_context":
                 return Entry(
@@ -381,7 +438,9 @@ class _Reader:
         )
 
 
-def _response_item(line_index: int, item: dict[str, Any], timestamp: str | None) -> Entry | BadLine:
+def _response_item(
+    line_index: int, item: dict[str, Any], timestamp: str | None, nickname: Callable[[str], str | None] | None = None
+) -> Entry | BadLine:
     item_type = item.get("type")
     entry = Entry(line_index, f"response_item/{item_type}", "other", timestamp=timestamp)
     entry.unknown = item_type not in KNOWN_ITEM_TYPES
@@ -396,7 +455,7 @@ def _response_item(line_index: int, item: dict[str, Any], timestamp: str | None)
         elif role == "user":
             context_cwd = _CONTEXT_CWD.search(entry.text)
             entry.cwd = context_cwd.group(1).strip() if context_cwd else None
-            _user_entry(entry)
+            _user_entry(entry, nickname)
         else:  # developer / system instructions
             entry.kind = "user_meta"
     elif item_type == "reasoning":

@@ -16,7 +16,6 @@ and `_**Assistant**_` separated by `---`; the assistant's tool use is written as
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -25,6 +24,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from memex.digest import blake2b
 from memex.sources import cursor_db
 from memex.sources.files import Skipped, candidates, open_regular, problem, safe_resolve
 from memex.sources.guard import checked
@@ -92,7 +92,7 @@ def classify(path: Path) -> Transcript | None:
 
 
 def _specstory_id(path: Path) -> str:
-    return "specstory-" + hashlib.blake2b(str(safe_resolve(path)).encode(), digest_size=8).hexdigest()
+    return "specstory-" + blake2b(str(safe_resolve(path)).encode(), digest_size=8).hexdigest()
 
 
 def _wanted(path: Path) -> bool:

@@ -16,11 +16,11 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Final
 
 from memex.errors import NotRegularFile
+from memex.plain import FrozenRecord, Record
 
 FOLDER = "is a folder"
 _KINDS = {
@@ -31,12 +31,17 @@ _KINDS = {
 }
 
 
-@dataclass(frozen=True)
-class Skipped:
+class Skipped(FrozenRecord):
     """A file discovery passed over, and why (it looked like a transcript but cannot be one)."""
 
-    path: Path
-    reason: str
+    __slots__ = ("path", "reason")
+
+    path: Final[Path]
+    reason: Final[str]
+
+    def __init__(self, path: Path, reason: str) -> None:
+        self.path = path
+        self.reason = reason
 
 
 def _kind(mode: int) -> str:
@@ -94,17 +99,23 @@ def safe_resolve(path: Path) -> Path:
         return Path(os.path.abspath(path))
 
 
-@dataclass
-class Sieve:
+class Sieve(Record):
     """What the store holds of the transcript files, by real path: (size, mtime_ns, agent, …) each. A walk
     of `agent`'s folders given a sieve takes out each regular file it finds at the very size and time the
     store holds for that agent (`unchanged`, by path) instead of yielding it: an unchanged transcript costs
     one `stat`, never a `Path`, a classification, a path resolution nor an open. Files the sieve does not
     hold, or that changed, are yielded as usual."""
 
+    __slots__ = ("agent", "known", "unchanged")
+
     known: Mapping[str, Sequence[object]]
     agent: str
-    unchanged: set[str] = field(default_factory=set)
+    unchanged: set[str]
+
+    def __init__(self, known: Mapping[str, Sequence[object]], agent: str, unchanged: set[str] | None = None) -> None:
+        self.known = known
+        self.agent = agent
+        self.unchanged = set() if unchanged is None else unchanged
 
 
 def _matcher(pattern: str) -> Callable[[str], object]:

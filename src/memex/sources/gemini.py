@@ -337,6 +337,55 @@ def _peek_session_id(path: Path) -> str | None:
     return found.group(1).decode("utf-8", "replace") if found else None
 
 
+def invoked_name(path: Path, agent_id: str) -> str | None:
+    """The name a subagent was invoked by (`generalist`): its own chat names none, the parent's chat does,
+    in the `invoke_agent` call carrying the subagent's id (`args.agent_name`, beside `agentId`). The parent
+    chat (`chats/session-*-<parent id[:8]>.jsonl`) is searched mapped, the one line naming the id parsed;
+    None while the parent has not recorded the call yet."""
+    import mmap
+    from collections import deque
+
+    needle = re.compile(rb'"agentId"\s*:\s*"' + re.escape(agent_id.encode()) + rb'"')
+    for parent in sorted(path.parent.parent.glob(f"session-*-{path.parent.name[:8]}.jsonl"), reverse=True):
+        try:
+            with open_regular(parent) as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                last = deque(needle.finditer(data), maxlen=1)  # the last record naming it
+                if not last:
+                    continue
+                found = last[0]
+                start = data.rfind(b"\n", 0, found.start()) + 1
+                end = data.find(b"\n", found.end())
+                line = data[start : end if end >= 0 else len(data)]
+        except (OSError, ValueError):
+            continue
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        name = _invocation_name(record, agent_id)
+        if name:
+            return name
+    return None
+
+
+def _invocation_name(value: Any, agent_id: str, depth: int = 6) -> str | None:
+    """The `agent_name` of the `invoke_agent` call for `agent_id` in a record (a message's `toolCalls`, or
+    a `$set` of messages), looked for no deeper than a call lies."""
+    if depth == 0:
+        return None
+    if isinstance(value, list):
+        return next((n for item in value if (n := _invocation_name(item, agent_id, depth - 1))), None)
+    if not isinstance(value, dict):
+        return None
+    if value.get("agentId") == agent_id and value.get("name") == _INVOKE_AGENT:
+        args = value.get("args")
+        display = value.get("resultDisplay")
+        return _str(args.get("agent_name") if isinstance(args, dict) else None) or _str(
+            display.get("agentName") if isinstance(display, dict) else None
+        )
+    return next((n for item in value.values() if (n := _invocation_name(item, agent_id, depth - 1))), None)
+
+
 def classify(path: Path, by_content: bool = True) -> Transcript | None:
     """A Gemini chat: `chats/session-*.json[l]`, a subagent's `chats/<parent id>/<agent id>.jsonl`, or (for
     a file given by hand, `by_content`) any JSON file that starts like a chat record."""
@@ -345,7 +394,8 @@ def classify(path: Path, by_content: bool = True) -> Transcript | None:
     if path.parent.name == "chats" and path.name.startswith("session-"):
         return Transcript(path, AGENT, _peek_session_id(path) or path.stem)
     if path.parent.parent.name == "chats" and path.suffix == ".jsonl":
-        return Transcript(path, AGENT, path.parent.name, _peek_session_id(path) or path.stem)
+        agent_id = _peek_session_id(path) or path.stem
+        return Transcript(path, AGENT, path.parent.name, agent_id, agent_type=invoked_name(path, agent_id))
     if by_content:
         try:
             with open_regular(path) as handle:

@@ -9,9 +9,11 @@ boilerplate instead of the request. These helpers say what is the user's own tex
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
 
 import orjson
+
+from memex.plain import Record
 
 # --- Codex -------------------------------------------------------------------------------------------
 
@@ -39,13 +41,19 @@ def codex_user_text(text: str) -> str | None:
     return stripped if stripped else None
 
 
-@dataclass(slots=True)
-class AgentReport:
+class AgentReport(Record):
     """A subagent's result as its parent received it."""
+
+    __slots__ = ("agent_id", "description", "result")
 
     agent_id: str | None
     description: str | None
     result: str
+
+    def __init__(self, agent_id: str | None, description: str | None, result: str) -> None:
+        self.agent_id = agent_id
+        self.description = description
+        self.result = result
 
     def text(self) -> str:
         """The report as a line of the parent's conversation."""
@@ -53,8 +61,9 @@ class AgentReport:
         return f"Subagent{name} reported: {self.result}"
 
 
-def codex_subagent_report(text: str) -> AgentReport | None:
-    """The result in a `<subagent_notification>` message (a spawned agent finished), else None."""
+def codex_subagent_report(text: str, nickname: Callable[[str], str | None] | None = None) -> AgentReport | None:
+    """The result in a `<subagent_notification>` message (a spawned agent finished), else None; named by
+    `nickname` (the agent's thread id -> what Codex calls it, "Laplace") when it knows the agent."""
     stripped = text.strip()
     if not stripped.startswith("<subagent_notification>"):
         return None
@@ -72,7 +81,8 @@ def codex_subagent_report(text: str) -> AgentReport | None:
     if result is None:
         return None
     agent = data.get("agent_path") or data.get("agent_id")
-    return AgentReport(agent if isinstance(agent, str) else None, None, result.strip())
+    agent = agent if isinstance(agent, str) else None
+    return AgentReport(agent, nickname(agent) if nickname and agent else None, result.strip())
 
 
 # --- Claude Code --------------------------------------------------------------------------------------

@@ -11,13 +11,13 @@ import json
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from memex.config import Config
+from memex.plain import Record
 from memex.sources.files import open_regular
 
 # The default of the `max_line_bytes` setting (see memex.config).
@@ -29,16 +29,33 @@ _SCAN_CHUNK = 1 << 20
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-@dataclass(slots=True)
-class RawLine:
+class RawLine(Record):
     """One line of a JSONL file and where it lies."""
+
+    __slots__ = ("data", "end", "error", "line_index", "repaired", "start")
 
     line_index: int
     start: int  # byte offset of the line's first byte
     end: int  # byte offset just past the line (and its newline)
     data: Any  # the parsed JSON value, or None when the line is not JSON
-    error: str | None = None  # why the line could not be parsed
-    repaired: bool = False  # the line held invalid UTF-8, decoded with replacement characters
+    error: str | None  # why the line could not be parsed
+    repaired: bool  # the line held invalid UTF-8, decoded with replacement characters
+
+    def __init__(
+        self,
+        line_index: int,
+        start: int,
+        end: int,
+        data: Any,
+        error: str | None = None,
+        repaired: bool = False,
+    ) -> None:
+        self.line_index = line_index
+        self.start = start
+        self.end = end
+        self.data = data
+        self.error = error
+        self.repaired = repaired
 
 
 def _no_constant(name: str) -> Any:

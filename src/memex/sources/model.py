@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from memex.plain import Record
 
 BlockKind = Literal["text", "thinking", "tool_use", "tool_result", "image"]
 EntryKind = Literal[
@@ -22,53 +23,129 @@ EntryKind = Literal[
 ]
 
 
-@dataclass(slots=True)
-class ToolUse:
+class ToolUse(Record):
     """One tool call: its name and input (paths and commands are read from it)."""
+
+    __slots__ = ("id", "input", "name", "paths")
 
     name: str
     input: dict[str, Any]
-    id: str | None = None
+    id: str | None
     # Files the adapter read from the call itself (patch headers, shell arguments), as written.
-    paths: list[str] = field(default_factory=list)
+    paths: list[str]
+
+    def __init__(self, name: str, input: dict[str, Any], id: str | None = None, paths: list[str] | None = None) -> None:
+        self.name = name
+        self.input = input
+        self.id = id
+        self.paths = [] if paths is None else paths
 
 
-@dataclass(slots=True)
-class Block:
+class Block(Record):
     """One content block of a message."""
 
+    __slots__ = ("is_error", "kind", "text", "tool", "tool_use_id")
+
     kind: BlockKind
-    text: str = ""
-    tool: ToolUse | None = None
-    tool_use_id: str | None = None
-    is_error: bool = False
+    text: str
+    tool: ToolUse | None
+    tool_use_id: str | None
+    is_error: bool
+
+    def __init__(
+        self,
+        kind: BlockKind,
+        text: str = "",
+        tool: ToolUse | None = None,
+        tool_use_id: str | None = None,
+        is_error: bool = False,
+    ) -> None:
+        self.kind = kind
+        self.text = text
+        self.tool = tool
+        self.tool_use_id = tool_use_id
+        self.is_error = is_error
 
 
-@dataclass(slots=True)
-class Entry:
+class Entry(Record):
     """One transcript record after normalisation (one JSONL line, or one message of a JSON document)."""
+
+    __slots__ = (
+        "agent_id",
+        "blocks",
+        "cwd",
+        "entry_type",
+        "extra",
+        "is_sidechain",
+        "kind",
+        "line_index",
+        "message_id",
+        "parent_uuid",
+        "role",
+        "session_id",
+        "timestamp",
+        "unknown",
+        "uuid",
+        "version",
+    )
 
     line_index: int
     entry_type: str  # the agent's own type, e.g. "user", "assistant", "pr-link"
     kind: EntryKind
-    role: str | None = None
-    timestamp: str | None = None
-    uuid: str | None = None
-    parent_uuid: str | None = None
-    session_id: str | None = None
-    agent_id: str | None = None
-    is_sidechain: bool = False
-    message_id: str | None = None  # assistant lines sharing it are one response
-    cwd: str | None = None
-    blocks: list[Block] = field(default_factory=list)
+    role: str | None
+    timestamp: str | None
+    uuid: str | None
+    parent_uuid: str | None
+    session_id: str | None
+    agent_id: str | None
+    is_sidechain: bool
+    message_id: str | None  # assistant lines sharing it are one response
+    cwd: str | None
+    blocks: list[Block]
     # Type-specific data: {"pr_number", "pr_url", "repository"}, {"files": [...]} (Claude Code's file-history
     # snapshot; with "files_tool", the tool the next turn's mention of them is named after), {"title": ...}.
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any]
     # The version of the agent that wrote the record, when the record says (Claude: every line; Codex:
     # its session_meta). Records without it take their session's.
-    version: str | None = None
+    version: str | None
     # A record of a type the adapter does not know: kept as data, and counted (format drift, `memex stats`).
-    unknown: bool = False
+    unknown: bool
+
+    def __init__(
+        self,
+        line_index: int,
+        entry_type: str,
+        kind: EntryKind,
+        role: str | None = None,
+        timestamp: str | None = None,
+        uuid: str | None = None,
+        parent_uuid: str | None = None,
+        session_id: str | None = None,
+        agent_id: str | None = None,
+        is_sidechain: bool = False,
+        message_id: str | None = None,
+        cwd: str | None = None,
+        blocks: list[Block] | None = None,
+        extra: dict[str, Any] | None = None,
+        version: str | None = None,
+        unknown: bool = False,
+    ) -> None:
+        self.line_index = line_index
+        self.entry_type = entry_type
+        self.kind = kind
+        self.role = role
+        self.timestamp = timestamp
+        self.uuid = uuid
+        self.parent_uuid = parent_uuid
+        self.session_id = session_id
+        self.agent_id = agent_id
+        self.is_sidechain = is_sidechain
+        self.message_id = message_id
+        self.cwd = cwd
+        self.blocks = [] if blocks is None else blocks
+        self.extra = {} if extra is None else extra
+        self.version = version
+        self.unknown = unknown
 
     @property
     def text(self) -> str:
@@ -80,31 +157,58 @@ class Entry:
         return [b.tool for b in self.blocks if b.tool is not None]
 
 
-@dataclass(slots=True)
-class BadLine:
+class BadLine(Record):
     """A record that could not be read; it is skipped and counted, never fatal."""
+
+    __slots__ = ("line_index", "reason")
 
     line_index: int
     reason: str
 
+    def __init__(self, line_index: int, reason: str) -> None:
+        self.line_index = line_index
+        self.reason = reason
 
-@dataclass(slots=True)
-class Transcript:
+
+class Transcript(Record):
     """A transcript file found on disk, with the session it belongs to."""
+
+    __slots__ = ("agent", "agent_type", "aliases", "description", "path", "session_id", "source", "subagent_id")
 
     path: Path
     agent: str  # "claude", "codex", "gemini"
     session_id: str
-    subagent_id: str | None = None  # set for a subagent (sidechain) transcript of `session_id`
+    subagent_id: str | None  # set for a subagent (sidechain) transcript of `session_id`
     # Other files holding the same session that this one supersedes (Gemini keeps a `.json` beside the
     # `.jsonl` it migrated to, and copies of a project folder under its hash and its name).
-    aliases: tuple[Path, ...] = ()
-    # What the agent says of a subagent (Claude's `agent-<id>.meta.json`: agentType, description).
-    agent_type: str | None = None
-    description: str | None = None
+    aliases: tuple[Path, ...]
+    # What the agent says of a subagent: its type or name (Claude's `agent-<id>.meta.json` agentType, Codex's
+    # agent_nickname, Gemini's agent_name) and what it was asked (Claude's description).
+    agent_type: str | None
+    description: str | None
     # The file to read when it is not `path`: the archive's restored copy of a transcript the agent deleted
     # (the session keeps `path` as its transcript).
-    source: Path | None = None
+    source: Path | None
+
+    def __init__(
+        self,
+        path: Path,
+        agent: str,
+        session_id: str,
+        subagent_id: str | None = None,
+        aliases: tuple[Path, ...] = (),
+        agent_type: str | None = None,
+        description: str | None = None,
+        source: Path | None = None,
+    ) -> None:
+        self.path = path
+        self.agent = agent
+        self.session_id = session_id
+        self.subagent_id = subagent_id
+        self.aliases = aliases
+        self.agent_type = agent_type
+        self.description = description
+        self.source = source
 
     @property
     def read_path(self) -> Path:

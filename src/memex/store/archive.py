@@ -4,16 +4,30 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Collection
-from dataclasses import dataclass, fields
+from collections.abc import Collection, Iterable
 from typing import Any
 
+from memex.plain import Record
 from memex.store.snapshots import archive_sources
 
 
-@dataclass
-class ArchiveRow:
+class ArchiveRow(Record):
     """One archived stream as the store remembers it."""
+
+    __slots__ = (
+        "agent",
+        "agent_id",
+        "archive_path",
+        "pieces",
+        "raw_bytes",
+        "session_id",
+        "source_gone_at",
+        "source_mtime_ns",
+        "source_path",
+        "source_size",
+        "stored_bytes",
+        "updated_at",
+    )
 
     session_id: str
     agent_id: str
@@ -28,8 +42,36 @@ class ArchiveRow:
     source_gone_at: str | None
     updated_at: str
 
+    def __init__(
+        self,
+        session_id: str,
+        agent_id: str,
+        agent: str,
+        source_path: str,
+        archive_path: str,
+        raw_bytes: int,
+        stored_bytes: int,
+        pieces: int,
+        source_size: int | None,
+        source_mtime_ns: int | None,
+        source_gone_at: str | None,
+        updated_at: str,
+    ) -> None:
+        self.session_id = session_id
+        self.agent_id = agent_id
+        self.agent = agent
+        self.source_path = source_path
+        self.archive_path = archive_path
+        self.raw_bytes = raw_bytes
+        self.stored_bytes = stored_bytes
+        self.pieces = pieces
+        self.source_size = source_size
+        self.source_mtime_ns = source_mtime_ns
+        self.source_gone_at = source_gone_at
+        self.updated_at = updated_at
 
-_COLUMNS = [f.name for f in fields(ArchiveRow)]
+
+_COLUMNS = list(ArchiveRow.__annotations__)
 
 
 def _row(found: Any) -> ArchiveRow:
@@ -105,6 +147,11 @@ def pending_sources(conn: sqlite3.Connection) -> list[tuple[str, str]]:
         "ON p.agent_id != '' AND sub.session_id = p.session_id AND sub.agent_id = p.agent_id "
         "WHERE p.agent_id = '' OR sub.agent_id IS NOT NULL"
     ).fetchall()
+
+
+def copy_needed(conn: sqlite3.Connection, streams: Iterable[tuple[str, str]]) -> None:
+    """The streams' copies must be made again (lost from the archive): they are pending."""
+    conn.executemany("INSERT OR IGNORE INTO archive_pending (session_id, agent_id) VALUES (?, ?)", list(streams))
 
 
 def copy_kept(conn: sqlite3.Connection, session_id: str, agent_id: str) -> None:

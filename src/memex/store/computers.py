@@ -13,8 +13,11 @@ EVERY_SESSION = "*"
 def stranded(conn: sqlite3.Connection, computer: str) -> dict[str, int]:
     """Names other than `computer` that local sessions are stored under (the `computer` setting was
     changed), with how many sessions each holds."""
+    # The two ranges of `sessions_computer` either side of the name (`!=` would scan it whole): no session is
+    # read when none is stranded, whatever the store holds. They come out in order.
     rows = conn.execute(
-        "SELECT computer, count(*) FROM sessions WHERE computer != ? GROUP BY computer ORDER BY computer",
+        "SELECT computer, count(*) FROM sessions WHERE computer < ?1 GROUP BY computer UNION ALL "
+        "SELECT computer, count(*) FROM sessions WHERE computer > ?1 GROUP BY computer",
         (computer,),
     ).fetchall()
     return {r[0]: r[1] for r in rows}
@@ -47,6 +50,12 @@ def drop_computer(conn: sqlite3.Connection, computer: str) -> int:
     ).rowcount
     conn.execute("DELETE FROM computers WHERE computer = ?", (computer,))
     return dropped
+
+
+def unpublish_before(conn: sqlite3.Connection, when: str) -> int:
+    """Forget that this computer's mirrors published before `when` (ISO time) were published, so they go out
+    again; returns how many."""
+    return conn.execute("DELETE FROM published_mirrors WHERE published_at < ?", (when,)).rowcount
 
 
 def add_computer_tombstone(conn: sqlite3.Connection, computer: str, origin: str, when: str) -> None:

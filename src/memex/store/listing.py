@@ -38,6 +38,7 @@ def received_sessions(conn: sqlite3.Connection, filters: Filters, limit: int, co
             transcript_path=None,
             turns=None,
             subagents=0,
+            subagent_names=[],
             prs=[int(n) for n in prs if isinstance(n, int)],
             source="mirror",
         )

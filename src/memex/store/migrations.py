@@ -710,6 +710,14 @@ MIGRATIONS: list[str] = [
             SELECT 1 FROM archive_streams a WHERE a.session_id = s.session_id AND a.agent_id = s.agent_id
             AND a.source_size = s.file_size AND a.source_mtime_ns IS s.file_mtime_ns);
     """,
+    # 13: what a `memex index PATH` (one named transcript, in a store of tens of thousands) looks up without
+    # reading every row: a subagent stream by its file (`memex.store.streams.streams_at`; a main transcript's
+    # path is indexed since 1), and the sessions stored under another name of this computer
+    # (`memex.store.computers.stranded`: none, as a rule, found without scanning every session).
+    """
+    CREATE INDEX subagent_sessions_transcript_path ON subagent_sessions(transcript_path);
+    CREATE INDEX sessions_computer ON sessions(computer);
+    """,
 ]
 # The first migration that has the snapshots: any later one drops them (a migration may rebuild a table the
 # triggers watch, and a snapshot is only ever a copy).

@@ -6,26 +6,49 @@ import json
 import os
 import sqlite3
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from memex.errors import UserError
+from memex.plain import FrozenRecord
 
 
-@dataclass(frozen=True)
-class Filters:
+class Filters(FrozenRecord):
     """What narrows a search or a listing. Every field is optional."""
 
-    project: str | None = None  # a path (this folder and below) or a folder name
-    agent: str | None = None
-    since: str | None = None  # normalised timestamps
-    until: str | None = None
-    session: str | None = None  # a session id or unique prefix
-    file: str | None = None  # turns that touched this file
-    pr: int | None = None  # sessions linked to this pull request
-    include_subagents: bool = True
-    exclude_session: str | None = None  # never this session's turns (a hook's own session)
+    __slots__ = ("agent", "exclude_session", "file", "include_subagents", "pr", "project", "session", "since", "until")
+
+    project: Final[str | None]  # a path (this folder and below) or a folder name
+    agent: Final[str | None]
+    since: Final[str | None]  # normalised timestamps
+    until: Final[str | None]
+    session: Final[str | None]  # a session id or unique prefix
+    file: Final[str | None]  # turns that touched this file
+    pr: Final[int | None]  # sessions linked to this pull request
+    include_subagents: Final[bool]
+    exclude_session: Final[str | None]  # never this session's turns (a hook's own session)
+
+    def __init__(
+        self,
+        project: str | None = None,
+        agent: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        session: str | None = None,
+        file: str | None = None,
+        pr: int | None = None,
+        include_subagents: bool = True,
+        exclude_session: str | None = None,
+    ) -> None:
+        self.project = project
+        self.agent = agent
+        self.since = since
+        self.until = until
+        self.session = session
+        self.file = file
+        self.pr = pr
+        self.include_subagents = include_subagents
+        self.exclude_session = exclude_session
 
     @classmethod
     def parse(cls, values: Mapping[str, Any]) -> Filters:
@@ -64,7 +87,7 @@ class Filters:
         assert self.project
         if "/" in self.project or self.project in (".", "~"):
             root = str(Path(self.project).expanduser().resolve())
-            params = [root, _like_escape(root) + "/%"]
+            params = [root, _like_escape(root.rstrip("/")) + "/%"]  # the root folder: "/%", not "//%"
         else:
             params = [self.project, "%/" + _like_escape(self.project)]
         return f"({column} = ? OR {column} LIKE ? ESCAPE '\\')", params
@@ -170,7 +193,7 @@ def where(clauses: list[str]) -> str:
 
 
 def list_sessions(conn: sqlite3.Connection, filters: Filters, limit: int = 20) -> list[dict[str, Any]]:
-    """Sessions newest first by start time, with their turn counts and pull requests."""
+    """Sessions newest first by start time, with their turn counts, subagents and pull requests."""
     clauses, params = filters.session_clauses("s")
     if filters.since:
         clauses.append("s.started_at >= ?")
@@ -182,8 +205,9 @@ def list_sessions(conn: sqlite3.Connection, filters: Filters, limit: int = 20) -
         "SELECT s.session_id, s.agent, s.computer, s.project_dir, s.title, s.started_at, s.ended_at, "
         "s.transcript_path, "
         "(SELECT count(*) FROM turns t WHERE t.session_id = s.session_id AND t.agent_id = '') AS turns, "
-        f"(SELECT count(*) FROM subagent_sessions a WHERE a.session_id = s.session_id AND {_SUBAGENT_WORKED}) "
-        "AS subagents, "
+        # Its subagents' names (null where none was recorded): their count, and who they were.
+        f"(SELECT json_group_array(a.agent_type) FROM subagent_sessions a WHERE a.session_id = s.session_id "
+        f"AND {_SUBAGENT_WORKED}) AS subagents, "
         "(SELECT group_concat(DISTINCT pr_number) FROM pr_links p WHERE p.session_id = s.session_id) AS prs "
         f"FROM sessions s{where(clauses)} "
         "ORDER BY s.started_at IS NULL, s.started_at DESC, s.session_id LIMIT ?",
@@ -193,6 +217,8 @@ def list_sessions(conn: sqlite3.Connection, filters: Filters, limit: int = 20) -
     for row in rows:
         item = dict(row)
         item["prs"] = [int(n) for n in row["prs"].split(",")] if row["prs"] else []
+        names = json.loads(row["subagents"])
+        item["subagents"], item["subagent_names"] = len(names), [name for name in names if name]
         sessions.append(item)
     return sessions
 
@@ -201,6 +227,14 @@ def list_sessions(conn: sqlite3.Connection, filters: Filters, limit: int = 20) -
 # "Warmup" at the start of every session, whose turns are not kept: counted, every such session listed
 # "+2 subagents" and `show` sent the user to `--turns`, which had none of them to show.
 _SUBAGENT_WORKED = "EXISTS (SELECT 1 FROM turns t WHERE t.session_id = a.session_id AND t.agent_id = a.agent_id)"
+
+
+# A turn's subagent's name and description (null for the main agent's turns, or a subagent never named):
+# joined wherever turns are read for a person (`memex show --turns`, search results, recall, find-related).
+_SUBAGENT_NAME_COLUMNS = "a.agent_type AS subagent_name, a.description AS subagent_description"
+_SUBAGENT_NAME_JOIN = (
+    "LEFT JOIN subagent_sessions a ON t.agent_id != '' AND a.session_id = t.session_id AND a.agent_id = t.agent_id"
+)
 
 
 def resolve_session(conn: sqlite3.Connection, prefix: str, agent: str | None = None) -> str:
@@ -264,11 +298,11 @@ def get_session(conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
 
 
 def session_turns(conn: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
-    """A session's turns in time order, subagent turns where they happened."""
+    """A session's turns in time order, subagent turns where they happened (with their subagent's name)."""
     rows = conn.execute(
-        "SELECT id, agent_id, line_index, kind, is_sidechain, provisional, prompt_text, full_text, "
-        "tool_summary, started_at, ended_at FROM turns WHERE session_id = ? "
-        "ORDER BY coalesce(started_at, ''), agent_id != '', line_index",
+        "SELECT t.id, t.agent_id, t.line_index, t.kind, t.is_sidechain, t.provisional, t.prompt_text, t.full_text, "
+        f"t.tool_summary, t.started_at, t.ended_at, {_SUBAGENT_NAME_COLUMNS} FROM turns t {_SUBAGENT_NAME_JOIN} "
+        "WHERE t.session_id = ? ORDER BY coalesce(t.started_at, ''), t.agent_id != '', t.line_index",
         (session_id,),
     ).fetchall()
     return [dict(r) for r in rows]
@@ -282,8 +316,8 @@ def turns_by_ids(conn: sqlite3.Connection, turn_ids: list[int]) -> dict[int, dic
     rows = conn.execute(
         "SELECT t.id, t.session_id, t.agent_id, t.line_index, t.kind, t.is_sidechain, t.provisional, "
         "t.prompt_text, t.full_text, t.tool_summary, t.started_at, t.ended_at, s.agent, s.computer, "
-        f"s.project_dir, s.title FROM turns t JOIN sessions s ON s.session_id = t.session_id "
-        f"WHERE t.id IN ({marks})",
+        f"s.project_dir, s.title, {_SUBAGENT_NAME_COLUMNS} FROM turns t JOIN sessions s ON s.session_id = t.session_id "
+        f"{_SUBAGENT_NAME_JOIN} WHERE t.id IN ({marks})",
         turn_ids,
     ).fetchall()
     return {r["id"]: dict(r) for r in rows}
@@ -452,12 +486,13 @@ def turns_before(conn: sqlite3.Connection, session_id: str, line_index: int, lim
 def file_mentions_of(conn: sqlite3.Connection, stored_forms: list[str], other_than: str | None) -> list[sqlite3.Row]:
     """Mentions of a file stored as any of `stored_forms`, in sessions other than `other_than`, with their
     turn and session (file_path, tool_name, id, session_id, agent_id, prompt_text, started_at, project_dir,
-    title)."""
+    title, and a subagent's name and description)."""
     marks = ",".join("?" * len(stored_forms))
     return conn.execute(
         "SELECT fm.file_path, fm.tool_name, t.id, t.session_id, t.agent_id, t.prompt_text, t.started_at, "
-        "s.project_dir, s.title FROM file_mentions fm JOIN turns t ON t.id = fm.turn_id "
-        f"JOIN sessions s ON s.session_id = t.session_id WHERE fm.file_path IN ({marks}) AND fm.session_id != ?",
+        f"s.project_dir, s.title, {_SUBAGENT_NAME_COLUMNS} FROM file_mentions fm JOIN turns t ON t.id = fm.turn_id "
+        f"JOIN sessions s ON s.session_id = t.session_id {_SUBAGENT_NAME_JOIN} "
+        f"WHERE fm.file_path IN ({marks}) AND fm.session_id != ?",
         [*stored_forms, other_than or ""],
     ).fetchall()
 

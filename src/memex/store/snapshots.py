@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import marshal
 import sqlite3
-from dataclasses import dataclass, field
 from typing import Any
 
+from memex.plain import Record
 from memex.store import streams
 
 Row = tuple[int, int, str, str, str, str]
@@ -38,17 +38,32 @@ RETAKE_AFTER_CHANGES = 256
 _LOGS = {STREAMS: "stream_changes", ARCHIVE_SOURCES: "archive_source_changes"}
 
 
-@dataclass
-class Streams:
+class Streams(Record):
     """What the store holds of every stream: `rows` (the snapshot's, or `every_stream`'s), less the entries
     of the paths in `gone`, plus `fresh` (the logged streams as they are now), in that order."""
 
+    __slots__ = ("fresh", "gone", "last_change", "retake", "rows")
+
     rows: list[Row]
-    gone: list[str] = field(default_factory=list)
-    fresh: list[Row] = field(default_factory=list)
+    gone: list[str]
+    fresh: list[Row]
     # Whether `rows` were read row by row (as of `last_change`), to be kept as the new snapshot.
-    retake: bool = False
-    last_change: int = 0
+    retake: bool
+    last_change: int
+
+    def __init__(
+        self,
+        rows: list[Row],
+        gone: list[str] | None = None,
+        fresh: list[Row] | None = None,
+        retake: bool = False,
+        last_change: int = 0,
+    ) -> None:
+        self.rows = rows
+        self.gone = [] if gone is None else gone
+        self.fresh = [] if fresh is None else fresh
+        self.retake = retake
+        self.last_change = last_change
 
 
 def read_streams(conn: sqlite3.Connection) -> Streams:

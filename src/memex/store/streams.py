@@ -72,3 +72,17 @@ def one_stream(conn: sqlite3.Connection, session_id: str, agent_id: str) -> tupl
     if agent_id:
         return cursor.execute(f"{_SUB} AND sub.session_id = ? AND sub.agent_id = ?", (session_id, agent_id)).fetchone()
     return cursor.execute(f"{_MAIN} AND session_id = ?", (session_id,)).fetchone()
+
+
+def streams_at(conn: sqlite3.Connection, paths: Sequence[str]) -> list[tuple[int, int, str, str, str, str]]:
+    """The `every_stream` rows of the transcripts stored at these paths (indexed lookups: what a run over a
+    few named files reads instead of every stream)."""
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    rows: list[tuple[int, int, str, str, str, str]] = []
+    for index in range(0, len(paths), 500):
+        chunk = list(paths[index : index + 500])
+        marks = ",".join("?" * len(chunk))
+        rows += cursor.execute(f"{_MAIN} AND transcript_path IN ({marks})", chunk).fetchall()
+        rows += cursor.execute(f"{_SUB} AND sub.transcript_path IN ({marks})", chunk).fetchall()
+    return rows

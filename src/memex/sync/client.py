@@ -74,9 +74,13 @@ class ApiClient:
     def health(self) -> dict[str, Any]:
         return self._json("/health")
 
-    def search(self, query: str, limit: int, **filters: str | None) -> list[dict[str, Any]]:
+    def search(self, query: str, limit: int, **filters: str | None) -> dict[str, Any]:
+        """The computer's answer: `{"computer", "results", "notes"}` (`notes` absent from an older memex)."""
         params = {"q": query, "limit": str(limit), **{k: v for k, v in filters.items() if v}}
-        return self._json("/v1/search?" + urlencode(params))["results"]
+        answer = self._json("/v1/search?" + urlencode(params))
+        if not isinstance(answer, dict) or not isinstance(answer.get("results"), list):
+            raise RemoteError(f"{self.name} answered a search without results")
+        return answer
 
     def mirror(self, session_id: str) -> dict[str, Any]:
         return self._json(f"/v1/sessions/{quote(session_id, safe='')}/mirror")

@@ -33,7 +33,7 @@ from typing import IO, Any
 import memex
 from memex.api import Memex
 from memex.config import Config
-from memex.errors import UserError
+from memex.errors import UserError, interrupt_behind
 from memex.ingest.indexer import default_roots
 from memex.ingest.pipeline import failed_report, ingest_transcript, is_store_failure
 from memex.signals import PID_FILE, take_stops
@@ -228,7 +228,10 @@ class Daemon:
         for task in self.tasks:
             self._guard(getattr(task, "__name__", "task"), task)
         if self.link is not None and self.link.up:
+            caught_up = self.consumer.caught_up
             report.received = self._guard("receive", lambda: self._receive(block_ms)) or 0
+            if report.received or self.consumer.caught_up != caught_up:
+                self._dirty = True  # a forgetting of this computer itself has its mirrors published again
         elif block_ms:
             time.sleep(block_ms / 1000)
         report.waiting = self._guard("outbox", lambda: outbox.waiting(self.conn)) or 0
@@ -245,6 +248,9 @@ class Daemon:
                 self.link.failed(exc)
             return None
         except Exception as exc:
+            interrupt = interrupt_behind(exc)
+            if interrupt is not None:  # SIGTERM during the start-up index, re-raised by the code it landed in
+                raise interrupt from None
             key = f"{what}: {type(exc).__name__}: {exc}"
             now = self.clock()
             if now - self._errors.get(key, float("-inf")) >= ERROR_LOG_INTERVAL_S:

@@ -33,22 +33,29 @@ PUBLISH_TIMEOUT_S = 1.5
 log = logging.getLogger("memex.daemon")
 KIND = "forget"
 
-# Deletes the stream entries carrying a mirror of one session (ARGV[2]; EVERY_SESSION: all) of one computer
-# (ARGV[1]); returns how many. Run by Redis, a page at a time, so no payload crosses the network.
+# Deletes the stream entries carrying a mirror of the forgotten sessions, given as pairs (ARGV: computer,
+# session, computer, session…; EVERY_SESSION as the session: all of that computer's); returns how many. Run
+# by Redis, a page at a time, so no payload crosses the network, and once for a whole batch of forgettings:
+# one pass over the stream however many sessions were forgotten.
 _DROP_MIRRORS = """
-local stream, owner, session = KEYS[1], ARGV[1], ARGV[2]
+local wanted = {}
+for i = 1, #ARGV, 2 do
+  wanted[ARGV[i]] = wanted[ARGV[i]] or {}
+  wanted[ARGV[i]][ARGV[i + 1]] = true
+end
 local deleted, start = 0, '-'
 while true do
-  local entries = redis.call('XRANGE', stream, start, '+', 'COUNT', 500)
+  local entries = redis.call('XRANGE', KEYS[1], start, '+', 'COUNT', 500)
   local ids = {}
   for _, entry in ipairs(entries) do
     local fields, found = entry[2], {}
     for i = 1, #fields, 2 do found[fields[i]] = fields[i + 1] end
-    if found['mirror'] and found['computer'] == owner and (session == '*' or found['session_id'] == session) then
+    local sessions = found['mirror'] and found['computer'] and wanted[found['computer']]
+    if sessions and (sessions['*'] or (found['session_id'] and sessions[found['session_id']])) then
       ids[#ids + 1] = entry[1]
     end
   end
-  if #ids > 0 then deleted = deleted + redis.call('XDEL', stream, unpack(ids)) end
+  if #ids > 0 then deleted = deleted + redis.call('XDEL', KEYS[1], unpack(ids)) end
   if #entries < 500 then return deleted end
   start = '(' .. entries[#entries][1]
 end
@@ -64,9 +71,9 @@ def publish(
     if not items:
         return 0
     pipe = client.pipeline(transaction=True)
+    pipe.eval(_DROP_MIRRORS, 1, keys.stream, *(part for session_id, owner, _ in items for part in (owner, session_id)))
     for session_id, owner, forgotten_at in items:
         fields = {"computer": computer, "kind": KIND, "session_id": session_id, "owner": owner, "at": forgotten_at}
-        pipe.eval(_DROP_MIRRORS, 1, keys.stream, owner, session_id)
         pipe.xadd(keys.stream, fields, maxlen=max_len, approximate=True)  # type: ignore[arg-type]
         if session_id == EVERY_SESSION:  # a whole computer: what Redis keeps of it goes
             pipe.delete(keys.latest(owner), keys.heartbeat(owner))
@@ -88,16 +95,19 @@ def is_forget(fields: Mapping[bytes, Any]) -> bool:
 
 def receive(conn: sqlite3.Connection, config: Config, fields: Mapping[bytes, Any]) -> bool:
     """Apply a forgetting read from the stream; True when it removed something new."""
-    session_id, owner, origin = (_text(fields.get(k)) for k in (b"session_id", b"owner", b"computer"))
+    session_id, owner, origin, at = (_text(fields.get(k)) for k in (b"session_id", b"owner", b"computer", b"at"))
     if not session_id or not owner:
         log.warning("skipped a forgetting without its session or computer")
         return False
-    return _apply(conn, config, session_id, owner, origin or owner)
+    return _apply(conn, config, session_id, owner, origin or owner, at)
 
 
-def _apply(conn: sqlite3.Connection, config: Config, session_id: str, owner: str, origin: str) -> bool:
+def _apply(conn: sqlite3.Connection, config: Config, session_id: str, owner: str, origin: str, at: str = "") -> bool:
     if session_id == EVERY_SESSION:
-        return apply_computer_forget(conn, config, owner)
+        changed = apply_computer_forget(conn, config, owner, at)
+        if changed and owner == config.computer:
+            log.warning("this computer was retired (`memex computers forget`) while away: publishing its mirrors again")
+        return changed
     return apply_forget(conn, config, session_id, owner, origin)
 
 
@@ -109,9 +119,9 @@ def catch_up(conn: sqlite3.Connection, config: Config, client: redis.Redis, keys
         cursor, page = client.hscan(keys.forgotten, cursor, count=500)
         for key, value in cast(dict[Any, Any], page).items():
             owner, _, session_id = _text(key).partition("\t")
-            origin = _text(value).partition("\t")[0]
+            origin, _, at = _text(value).partition("\t")
             if owner and session_id and origin != config.computer:
-                applied += _apply(conn, config, session_id, owner, origin or owner)
+                applied += _apply(conn, config, session_id, owner, origin or owner, at)
         if int(cursor) == 0:
             return applied
 

@@ -21,7 +21,9 @@ from memex.search.scoped import excerpt_of
 from memex.store.queries import mirror_row, tool_output_text
 
 # Whole texts of a hit, redacted as they are.
-_WHOLE_FIELDS = ("prompt_text", "title", "tool_summary")
+_WHOLE_FIELDS = ("prompt_text", "title", "tool_summary", "subagent_name", "subagent_description")
+# Every text of a hit `redacted_hit` redacts (the pieces, and the whole texts).
+REDACTED_FIELDS = frozenset(("full_text", "matched_chunk", *_WHOLE_FIELDS))
 
 
 def redacted_hit(conn: sqlite3.Connection, hit: dict[str, Any], query: str) -> dict[str, Any]:

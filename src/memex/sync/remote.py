@@ -74,9 +74,9 @@ def remote_search(
     *,
     scope: str = "conversation",
     role: str | None = None,
-) -> list[dict[str, Any]]:
-    """`memex search --computer NAME`: that computer's own sessions matching `query`, asked of its daemon
-    (in tool output with `scope` "tools"; in one voice with `role`)."""
+) -> dict[str, Any]:
+    """`memex search --computer NAME`: that computer's answer (its own sessions matching `query`, and its
+    notes), asked of its daemon (in tool output with `scope` "tools"; in one voice with `role`)."""
     client = client_for(config, name, conn)
     return client.search(
         query,

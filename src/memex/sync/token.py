@@ -73,22 +73,34 @@ def _write_token(path: Path) -> str:
 
 
 class LiveToken:
-    """The token a running daemon's API accepts: `api_token` when it is set, else the token file's, read
-    again at each request, so that a token copied from another computer (the way to share one) is accepted
-    without a restart. While the file is missing, empty or too short (being copied), the last token read
-    stays in force."""
+    """The token a running server accepts (the daemon's API, `memex web` beyond loopback): `api_token` when
+    it is set, else the token file's, read again whenever the file changes (a `stat` per request, a read
+    only after a change), so that a token copied from another computer (the way to share one) or a new one
+    is accepted without a restart, and the old one no longer is. While the file is missing, empty or too
+    short (being copied), the last token read stays in force."""
 
     def __init__(self, config: Config, token: str) -> None:
         self.config = config
         self._token = token
+        self._seen: tuple[int, int, int, int] | None = None
 
     def value(self) -> str:
         """The token to accept now."""
-        if not self.config.api_token:
-            try:
-                found = token_path(self.config).read_text(encoding="utf-8").strip()
-            except (OSError, UnicodeDecodeError):
-                found = ""
-            if len(found) >= MIN_TOKEN_CHARS:
-                self._token = found
+        if self.config.api_token:
+            return self._token
+        path = token_path(self.config)
+        try:
+            found = path.stat()
+        except OSError:
+            return self._token
+        state = (found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+        if state == self._seen:
+            return self._token
+        try:
+            text = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return self._token
+        self._seen = state
+        if len(text) >= MIN_TOKEN_CHARS:
+            self._token = text
         return self._token

@@ -7,7 +7,6 @@ place is applied the same way.
 
 from __future__ import annotations
 
-import dataclasses
 import zlib
 from dataclasses import dataclass
 from typing import Any
@@ -38,7 +37,7 @@ class Envelope:
 
 def encode(mirror: Mirror, updated_at: str) -> bytes:
     """The payload of a mirror that is ready to leave (redact it first: `prepare`)."""
-    document = {"v": WIRE_FORMAT, **dataclasses.asdict(mirror), "updated_at": updated_at}
+    document = {"v": WIRE_FORMAT, **mirror.as_dict(), "updated_at": updated_at}
     return zlib.compress(orjson.dumps(document), ZLIB_LEVEL)
 
 

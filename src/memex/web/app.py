@@ -8,10 +8,11 @@ import secrets
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib.resources import files
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 from starlette.applications import Starlette
+from starlette.datastructures import QueryParams
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Mount, Route
@@ -23,14 +24,26 @@ from memex.errors import MemexError, UserError
 from memex.mirrors.model import LABELS
 from memex.search.scoped import ROLES, SCOPES
 from memex.store.queries import Filters
-from memex.textutil import counted, plain_title, short_id
+from memex.textutil import (
+    counted,
+    in_progress,
+    plain_title,
+    short_id,
+    subagent_tally,
+    subagent_title,
+    turn_numbers,
+)
 from memex.web import render
 from memex.web.guard import Guard
+
+if TYPE_CHECKING:
+    from memex.results import SearchResults
 
 SEARCH_MODES = ("hybrid", "lexical", "semantic")
 SEARCH_LEVELS = ("", "turn", "chunk", "session")
 LIST_FILTERS = ("project", "agent", "since", "until", "pr")
 SEARCH_FILTERS = ("project", "agent", "since", "until", "session", "file", "pr")
+SESSIONS_LIMIT_MAX = 10_000  # the most sessions one page lists ("Show more" doubles up to it)
 
 
 def _environment(config: Config) -> jinja2.Environment:
@@ -46,7 +59,12 @@ def _environment(config: Config) -> jinja2.Environment:
     env.filters["plain"] = plain_title  # titles as plain text: no Markdown marks
     env.filters["short"] = lambda sid: short_id(sid or "")
     env.filters["counted"] = counted
+    env.filters["touches"] = render.touches
+    env.globals["turn_numbers"] = turn_numbers
     env.tests["web_link"] = render.is_web_link
+    env.globals["subagent_title"] = subagent_title  # `general-purpose "List project files" (a6464d48…)`
+    env.globals["subagent_tally"] = subagent_tally  # `Explore ×2, general-purpose`
+    env.globals["in_progress"] = in_progress  # a session's last turn, active within hours
     env.globals.update(marked=render.marked, folded=render.folded, labels=LABELS, this_computer=config.computer)
     return env
 
@@ -79,16 +97,24 @@ class Pages:
 
     def sessions(self, request: Request) -> Response:
         params = request.query_params
-        limit = _int(params.get("limit"), 100, "limit", high=10_000)
+        try:
+            listed = self._sessions(params)
+        except MemexError as exc:  # a mistyped filter: said above the form, which keeps what was typed
+            return self.page("sessions.html", _status(exc), params=params, error=str(exc), **_NOTHING_LISTED)
+        return self.page("sessions.html", params=params, error=None, **listed)
+
+    def _sessions(self, params: QueryParams) -> dict[str, Any]:
+        limit = _int(params.get("limit"), 100, "limit", high=SESSIONS_LIMIT_MAX)
         # A form sends its empty fields too (`pr=`): an empty value filters nothing.
         filters = Filters.parse({name: params.get(name) or None for name in LIST_FILTERS})
         computer, local = params.get("computer") or None, bool(params.get("local"))
-        if not self.config.db_path.exists():
-            found = []
-        else:
-            with self.memex() as memex:
-                found = memex.sessions(filters, limit, computer=computer, local=local)
-        return self.page("sessions.html", sessions=found, params=params, limit=limit)
+        if not self.config.db_path.exists():  # the first run (the viewer creates no store)
+            return {**_NOTHING_LISTED, "empty": NOTHING_INDEXED}
+        with self.memex() as memex:  # one more than shown: whether "Show more" would show more
+            found = memex.sessions(filters, limit + 1, computer=computer, local=local)
+        cut = len(found) > limit
+        more = min(limit * 2, SESSIONS_LIMIT_MAX) if cut and limit < SESSIONS_LIMIT_MAX else None
+        return {"sessions": found[:limit], "limit": limit, "more": more, "cut": cut, "empty": "No sessions match."}
 
     def show(self, request: Request) -> Response:
         turns = bool(request.query_params.get("turns"))
@@ -102,31 +128,16 @@ class Pages:
     def search(self, request: Request) -> Response:
         params = request.query_params
         query = (params.get("q") or "").strip()
-        mode = params.get("mode") or "hybrid"
-        level = params.get("level") or ""
-        if mode not in SEARCH_MODES or level not in SEARCH_LEVELS:
-            raise UserError(f"unknown search mode or level: {mode!r}, {level!r}")
-        scope = params.get("in") or "conversation"
-        role = params.get("role") or None
-        limit = _int(params.get("limit"), 20, "limit")
-        per_session = _int(params.get("per_session"), 1, "per_session", high=50)
-        filters = Filters.parse({name: params.get(name) or None for name in SEARCH_FILTERS})
-        found = None
-        if query:
-            with self.memex() as memex:
-                found = memex.search(
-                    query,
-                    filters,
-                    limit=limit,
-                    mode=mode,
-                    level=level or None,
-                    per_session=per_session,
-                    scope=scope,
-                    role=role,
-                )
+        status, error, found = 200, None, None
+        try:
+            found = self._search(params, query) if query else None
+        except MemexError as exc:  # a mistyped filter: said above the form, which keeps what was typed
+            status, error = _status(exc), str(exc)
         return self.page(
             "search.html",
+            status,
             found=found,
+            error=error,
             query=query,
             params=params,
             modes=SEARCH_MODES,
@@ -135,19 +146,40 @@ class Pages:
             roles=("", *ROLES),
         )
 
+    def _search(self, params: QueryParams, query: str) -> SearchResults:
+        mode = params.get("mode") or "hybrid"
+        level = params.get("level") or ""
+        if mode not in SEARCH_MODES or level not in SEARCH_LEVELS:
+            raise UserError(f"unknown search mode or level: {mode!r}, {level!r}")
+        filters = Filters.parse({name: params.get(name) or None for name in SEARCH_FILTERS})
+        with self.memex() as memex:
+            return memex.search(
+                query,
+                filters,
+                limit=_int(params.get("limit"), 20, "limit"),
+                mode=mode,
+                level=level or None,
+                per_session=_int(params.get("per_session"), 1, "per_session", high=50),
+                scope=params.get("in") or "conversation",
+                role=params.get("role") or None,
+            )
+
     def related(self, request: Request) -> Response:
         with self.memex() as memex:
             session_id = memex.resolve_session(request.path_params["session"])
             if not memex.related_ready():  # computing the file vectors would write: the CLI does that once
-                return self.page("related.html", session_id=session_id, found=None)
+                return self.page("related.html", session_id=session_id, found=None, problem=None)
             params = request.query_params
-            found = memex.related_sessions(
-                session_id,
-                limit=_int(params.get("limit"), 10, "limit"),
-                min_shared=_int(params.get("min_shared"), 0, "min_shared", low=0),
-            )
+            try:
+                found = memex.related_sessions(
+                    session_id,
+                    limit=_int(params.get("limit"), 10, "limit"),
+                    min_shared=_int(params.get("min_shared"), 0, "min_shared", low=0),
+                )
+            except MemexError as exc:  # it touched no file: said on the page the session's link opened
+                return self.page("related.html", _status(exc), session_id=session_id, found=None, problem=str(exc))
         weight = memex.config.related_shared_weight_pct / 100
-        return self.page("related.html", session_id=session_id, found=found, weight=weight)
+        return self.page("related.html", session_id=session_id, found=found, weight=weight, problem=None)
 
     def forget_confirm(self, request: Request) -> Response:
         with self.memex() as memex:
@@ -169,8 +201,16 @@ class Pages:
         return self.page("forget.html", targets=targets, secret="", report=report, published=published, note=problem)
 
     async def failure(self, request: Request, exc: Exception) -> Response:
-        status = 404 if str(exc).startswith("no session") else 400
-        return self.page("error.html", status, message=str(exc))
+        return self.page("error.html", _status(exc), message=str(exc))
+
+
+_NOTHING_LISTED: dict[str, Any] = {"sessions": [], "limit": 0, "more": None, "cut": False, "empty": ""}
+NOTHING_INDEXED = "Nothing is indexed yet: run `memex index` (or start `memex daemon`), then reload."
+
+
+def _status(exc: Exception) -> int:
+    """An error page's status: 404 for a session that is not there, else 400 (the request was wrong)."""
+    return 404 if str(exc).startswith("no session") else 400
 
 
 async def _in_thread(work: Callable[[], Response]) -> Response:
@@ -180,7 +220,10 @@ async def _in_thread(work: Callable[[], Response]) -> Response:
 
 
 def build_app(config: Config, token: str | None = None) -> Guard:
-    """The viewer as an ASGI app; `token` (served beyond loopback) is then required on every request."""
+    """The viewer as an ASGI app; `token` (served beyond loopback) is then required on every request: it,
+    or the token in the token file once that changes (as the daemon's API, `LiveToken`)."""
+    from memex.sync.token import LiveToken
+
     pages = Pages(config)
     static = StaticFiles(directory=str(files("memex.web") / "static"))
     app = Starlette(
@@ -195,4 +238,4 @@ def build_app(config: Config, token: str | None = None) -> Guard:
         ],
         exception_handlers={MemexError: pages.failure},
     )
-    return Guard(app, token)
+    return Guard(app, LiveToken(config, token) if token else None)

@@ -7,10 +7,12 @@ from __future__ import annotations
 import hmac
 import ipaddress
 from http.cookies import SimpleCookie
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, unquote_plus
 
 from starlette.responses import PlainTextResponse, RedirectResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from memex.sync.token import LiveToken
 
 COOKIE = "memex_token"
 LOCAL_NAMES = {"localhost", "127.0.0.1", "::1"}
@@ -33,12 +35,20 @@ def _host_name(header: str) -> str:
     return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
+def _without_token(path: str, query: bytes) -> str:
+    """`path` with the request's query but its `token` (each other parameter as it was sent)."""
+    kept = [
+        part for part in query.split(b"&") if part and unquote_plus(part.split(b"=", 1)[0].decode("latin-1")) != "token"
+    ]
+    return f"{path}?{b'&'.join(kept).decode('latin-1')}" if kept else path
+
+
 class Guard:
     """ASGI middleware: refuses requests that are not the user's (see the module's docstring)."""
 
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
+    def __init__(self, app: ASGIApp, token: LiveToken | None) -> None:
         self.app = app
-        self.token = token.encode() if token else None
+        self.token = token  # the token in force at each request (the token file may change meanwhile)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -54,7 +64,7 @@ class Guard:
             query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
             given = (query.get("token") or [""])[0].encode()
             if given and self._matches(given):  # a link with the token: keep it in a cookie, drop it from the URL
-                moved = RedirectResponse(scope["path"], 303)
+                moved = RedirectResponse(_without_token(scope["path"], scope.get("query_string", b"")), 303)
                 moved.set_cookie(COOKIE, given.decode(), httponly=True, samesite="strict")
                 await moved(scope, receive, send)
                 return
@@ -66,7 +76,7 @@ class Guard:
         await self.app(scope, receive, send)
 
     def _matches(self, given: bytes) -> bool:
-        return self.token is not None and hmac.compare_digest(given.strip(), self.token)
+        return self.token is not None and hmac.compare_digest(given.strip(), self.token.value().encode())
 
     def _authorized(self, headers: dict[bytes, bytes]) -> bool:
         kind, _, given = headers.get(b"authorization", b"").partition(b" ")

@@ -28,6 +28,15 @@ def project_name(project_dir: str | None) -> str:
     return project_dir.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1] or project_dir
 
 
+# How a file came to be touched, where memex's own name for it is no tool's (the rest are the tools' names).
+TOUCH_LABELS = {"at_mention": "@-mentioned", "file_history_snapshot": "file history snapshot"}
+
+
+def touches(tools: list[str]) -> str:
+    """The tools that touched a file, for its line in "Files touched": `Edit, Read, @-mentioned`."""
+    return ", ".join(TOUCH_LABELS.get(tool, tool) for tool in tools)
+
+
 def is_web_link(url: str) -> bool:
     """True for an http(s) address: the only links made of a transcript's text (never `javascript:`)."""
     return url.lower().startswith(("https://", "http://"))

@@ -1,0 +1,88 @@
+"""The one line an agent reads about its bad arguments, instead of the SDK's pydantic report.
+
+The SDK checks a call's arguments against the tool's signature and answers a mistake with pydantic's own
+report: several lines per argument, the error codes and a link to pydantic's documentation. `Server`
+answers it with one line naming each bad argument, what it takes (read from the tool's input schema, the
+same the agent was given) and what it got: "limit must be a whole number from 1 to 100, not -5".
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp_types import CallToolResult, InputRequiredResult
+from pydantic import ValidationError
+
+# A rejected value is echoed up to this many characters (a pasted log is not repeated whole).
+SHOWN_CHARS = 40
+
+
+class Server(MCPServer[Any]):
+    """The SDK's server, whose argument errors are one line each."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            schema = next((tool.input_schema for tool in await self.list_tools() if tool.name == name), {})
+            # Chained to the pydantic error: the SDK logs the names of the rejected arguments from it.
+            raise ToolError(f"Error executing tool {name}: {explain(cause, schema)}") from cause
+
+
+def explain(error: ValidationError, schema: dict[str, Any]) -> str:
+    """Each rejected argument of `error` in one line: what `schema` says it takes, and what it got."""
+    properties: dict[str, Any] = schema.get("properties", {})
+    lines: dict[str, str] = {}  # one per argument (a union's branches may each reject it)
+    for item in error.errors():
+        name = str(item["loc"][0]) if item["loc"] else ""
+        if name in lines:
+            continue
+        if name not in properties:
+            lines[name] = f"{name or 'the arguments'}: {item['msg'].lower()}"
+        elif item["type"] == "missing":
+            lines[name] = f"{name} is required: {expected(properties[name])}"
+        else:
+            lines[name] = f"{name} must be {expected(properties[name])}, not {shown(item['input'])}"
+    return "; ".join(lines.values())
+
+
+def expected(prop: dict[str, Any]) -> str:
+    """What a property of a JSON schema takes, in words (null, for leaving it out, is not mentioned)."""
+    branches = [b for b in prop.get("anyOf", [prop]) if b.get("type") != "null"]
+    prop = branches[0] if len(branches) == 1 else prop
+    if "enum" in prop:
+        choices = [shown(choice) for choice in prop["enum"]]
+        return choices[0] if len(choices) == 1 else f"{', '.join(choices[:-1])} or {choices[-1]}"
+    kind = prop.get("type")
+    if kind == "integer":
+        low, high = prop.get("minimum"), prop.get("maximum")
+        if low is not None and high is not None:
+            return f"a whole number from {low:,} to {high:,}"
+        if low is not None:
+            return f"a whole number of {low:,} or more"
+        return "a whole number" if high is None else f"a whole number of {high:,} or less"
+    if kind == "string":
+        return "a non-empty string" if prop.get("minLength", 0) >= 1 else "a string"
+    if kind == "boolean":
+        return "true or false"
+    return f"a value of type {kind}" if kind else "a valid value"
+
+
+def shown(value: Any) -> str:
+    """A value as the agent would recognise it: a string in quotes, anything else as JSON; cut if long."""
+    if isinstance(value, str):
+        text = f"'{value}'"
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError):
+            text = repr(value)
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…"
