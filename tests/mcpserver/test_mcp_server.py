@@ -176,6 +176,44 @@ ARGUMENT_ERRORS = [
     ("find_related", {"window": 0}, "window must be a whole number from 1 to 20, not 0"),
     ("find_related", {"min_shared": -1}, "min_shared must be a whole number of 0 or more, not -1"),
     ("recall", {"prompt": "x" * 500}, None),  # a good call: its error is the missing store, not the arguments
+    # An argument the tool does not take, which pydantic dropped: a misspelled filter searched everything.
+    (
+        "search",
+        {"query": "x", "projcet": "shop"},
+        "unknown argument 'projcet' (did you mean 'project'?): search takes query, mode, project, agent, since, "
+        "until, file, pr, session, scope, role, limit, offset",
+    ),
+    (
+        "list_sessions",
+        {"agnet": "codex", "color": "red"},
+        "unknown arguments 'agnet' (did you mean 'agent'?), 'color': list_sessions takes project, agent, since, "
+        "until, pr, limit, offset",
+    ),
+    (
+        "show_session",
+        {"session_id": "x"},
+        "unknown argument 'session_id' (did you mean 'session'?): show_session takes session, view, offset, limit",
+    ),
+    (
+        "find_related",
+        {"min_share": 2},
+        "unknown argument 'min_share' (did you mean 'min_shared'?): find_related takes kind, session, project, "
+        "agent, limit, window, min_shared",
+    ),
+    (
+        "recall",
+        {"prompt": "x", "query": "x"},
+        "unknown argument 'query': recall takes prompt, session_id, project_dir",
+    ),
+    ("stats", {"verbose": True}, "unknown argument 'verbose': stats takes no arguments"),
+    # A boolean where a number goes: Python's bool is an int, and `limit: true` was read as 1.
+    ("search", {"query": "x", "limit": True}, "limit must be a whole number from 1 to 50, not true"),
+    ("search", {"query": "x", "pr": True}, "pr must be a whole number of 1 or more, not true"),
+    ("list_sessions", {"offset": False}, "offset must be a whole number from 0 to 1,000,000,000, not false"),
+    ("show_session", {"session": "x", "limit": True}, "limit must be a whole number from 1 to 200, not true"),
+    ("find_related", {"window": True}, "window must be a whole number from 1 to 20, not true"),
+    ("find_related", {"min_shared": True}, "min_shared must be a whole number of 0 or more, not true"),
+    ("search", {"query": True}, "query must be a non-empty string, not true"),
     # Several mistakes in one call: each named, on one line.
     (
         "search",

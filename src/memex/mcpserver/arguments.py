@@ -4,10 +4,15 @@ The SDK checks a call's arguments against the tool's signature and answers a mis
 report: several lines per argument, the error codes and a link to pydantic's documentation. `Server`
 answers it with one line naming each bad argument, what it takes (read from the tool's input schema, the
 same the agent was given) and what it got: "limit must be a whole number from 1 to 100, not -5".
+
+Two mistakes pass pydantic's lax validation and are caught first, against the same schema: an argument the
+tool does not take (pydantic drops it, so a misspelled filter silently searched everything) and a boolean
+where a number is expected (a bool is an int to Python: `limit: true` read as 1).
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 from typing import Any
 
@@ -26,15 +31,52 @@ class Server(MCPServer[Any]):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
+        schema = await self._schema(name)
+        if schema is not None and (mistakes := screen(name, arguments, schema)):
+            raise ToolError(f"Error executing tool {name}: {mistakes}")
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
                 raise
-            schema = next((tool.input_schema for tool in await self.list_tools() if tool.name == name), {})
             # Chained to the pydantic error: the SDK logs the names of the rejected arguments from it.
-            raise ToolError(f"Error executing tool {name}: {explain(cause, schema)}") from cause
+            raise ToolError(f"Error executing tool {name}: {explain(cause, schema or {})}") from cause
+
+    async def _schema(self, name: str) -> dict[str, Any] | None:
+        """The input schema of tool `name`, or None for a tool the server does not offer."""
+        return next((tool.input_schema for tool in await self.list_tools() if tool.name == name), None)
+
+
+def screen(tool: str, arguments: dict[str, Any], schema: dict[str, Any]) -> str:
+    """What pydantic would let through in `arguments`, in one line: each argument `schema` does not name,
+    and each boolean given where the schema takes no boolean; "" when there is none."""
+    properties: dict[str, Any] = schema.get("properties", {})
+    lines: list[str] = []
+    if unknown := [name for name in arguments if name not in properties]:
+        named = []
+        for name in unknown:
+            close = difflib.get_close_matches(name, list(properties), n=1, cutoff=0.6)
+            named.append(shown(name) + (f" (did you mean {shown(close[0])}?)" if close else ""))
+        takes = f"takes {', '.join(properties)}" if properties else "takes no arguments"
+        lines.append(f"unknown argument{'s' if len(unknown) > 1 else ''} {', '.join(named)}: {tool} {takes}")
+    for name, value in arguments.items():
+        if isinstance(value, bool) and name in properties and "boolean" not in types(properties[name]):
+            lines.append(f"{name} must be {expected(properties[name])}, not {shown(value)}")
+    return "; ".join(lines)
+
+
+def types(prop: dict[str, Any]) -> set[str]:
+    """The JSON types a property of a JSON schema takes (an enum's by its values)."""
+    found: set[str] = set()
+    for branch in prop.get("anyOf", [prop]):
+        if "type" in branch:
+            found.add(branch["type"])
+        elif "enum" in branch:
+            found.update("boolean" for choice in branch["enum"] if isinstance(choice, bool))
+        else:
+            found.add("boolean")  # a branch of any type: a boolean is one
+    return found
 
 
 def explain(error: ValidationError, schema: dict[str, Any]) -> str:
