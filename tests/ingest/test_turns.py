@@ -83,3 +83,38 @@ def test_tool_summary_and_files_relative_to_project(tmp_path: Path) -> None:
     assert not any("b.com" in path for path, _ in files)
     summary = turn.tool_summary("/home/dev/shop")
     assert "Read ×1" in summary and "Files: src/cart.py, docs, src, /etc/hosts" in summary
+
+
+def test_at_mentions_are_paths_not_npm_packages(tmp_path: Path) -> None:
+    """`@scope/name` (lowercase, no extension) is an npm package, in an install command or pasted output;
+    a path keeps its extension, its folder's `/`, its `./`, `~/` or `/`, or a capital npm forbids."""
+    session = ClaudeSession(tmp_path / "s.jsonl", "f1", cwd="/home/dev/shop")
+    session.write(
+        session.prompt(
+            "npm i -D @biomejs/biome @types/node@20 and pnpm add @socket.io/redis-adapter, then fix "
+            "@typescript-eslint/no-explicit-any in @src/app.ts, @README.md, @docs/, @./x, @~/notes/todo, "
+            "@/etc/hosts, @components/Button and @.github/workflows"
+        )
+    )
+    _, (turn,) = build(session.path)
+    mentioned = [path for path, tool in turn.files("/home/dev/shop") if tool == "at_mention"]
+    assert mentioned == [
+        "src/app.ts",
+        "README.md",
+        "docs",
+        "x",
+        "~/notes/todo",
+        "/etc/hosts",
+        "components/Button",
+        ".github/workflows",
+    ]
+
+
+def test_packages_in_a_real_pasted_tool_output_are_not_mentions() -> None:
+    """A real prompt pasting `knip` and `npx prisma` output: `@prisma/client@latest`, `@prisma/analytics`,
+    `@biomejs/biome`, `@evilmartians/lefthook` are packages, and the turns mention no file."""
+    _, turns = build(MISC / "large-conversation.jsonl")
+    prompts = "\n".join(turn.prompt_text for turn in turns)
+    for package in ("@prisma/client@latest", "@prisma/analytics", "@biomejs/biome", "@evilmartians/lefthook"):
+        assert package in prompts
+    assert [path for turn in turns for path, tool in turn.files(None) if tool == "at_mention"] == []

@@ -13,6 +13,11 @@ _PATH_KEYS = ("file_path", "notebook_path", "path", "absolute_path", "filePath",
 _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
 # `@src/app.py`, `@./README.md`, `@docs/` — a path-looking word after '@' at a word start (not emails).
 _AT_MENTION = re.compile(r"(?:(?<=\s)|^)@((?:~|\.{1,2})?/?(?:[\w.\-]+/)*[\w.\-]+/?)", re.MULTILINE)
+# `@biomejs/biome`, `@types/node@20`, `@typescript-eslint/no-explicit-any`: an npm scope and name (lowercase,
+# no extension), which prompts quote in install commands and pasted tool output. Claude Code's completion
+# writes a folder with its `/` and a file with its extension, so what this leaves out is rarely a path.
+_NPM_PACKAGE = re.compile(r"[a-z0-9][a-z0-9._-]*/[a-z0-9][a-z0-9._-]*")
+_EXTENSION = re.compile(r"\.\w{1,8}$")
 
 
 def normalize_path(path: str, project_dir: str | None) -> str:
@@ -45,10 +50,18 @@ def tool_paths(tool: ToolUse) -> Iterator[str]:
 
 
 def at_mentions(text: str) -> list[str]:
-    """Paths the user pointed at with `@path` in a prompt (a word with a `/` or a file extension)."""
+    """Paths the user pointed at with `@path` in a prompt (a word with a `/` or a file extension), not npm
+    packages (`@scope/name`)."""
     found = []
     for match in _AT_MENTION.finditer(text):
         candidate = match.group(1).rstrip(".")
-        if "/" in candidate or re.search(r"\.\w{1,8}$", candidate):
+        if is_package(candidate):
+            continue
+        if "/" in candidate or _EXTENSION.search(candidate):
             found.append(candidate)
     return found
+
+
+def is_package(candidate: str) -> bool:
+    """Whether `@candidate` reads as a scoped npm package: `scope/name` in lowercase, no extension."""
+    return _NPM_PACKAGE.fullmatch(candidate) is not None and not _EXTENSION.search(candidate)
