@@ -378,6 +378,9 @@ def test_a_session_known_only_by_its_mirror_is_found(run, conn, agents_home: Pat
     (hit,) = as_json(run("search", "proofing timer", "--json"))
     assert (hit["source"], hit["computer"], hit["session_id"]) == ("mirror", "laptop", "remote-0001")
     assert "proofing timer" in hit["matched_chunk"] and hit["full_text"].startswith("User: the proofing")
+    (prefix,) = as_json(run("search", "proofi*", "--json"))  # a prefix, as in turns
+    assert prefix["session_id"] == "remote-0001"
+    assert [prefix["matched_chunk"][s:e] for s, e in prefix["spans"]] == ["proofing"]
     assert as_json(run("search", "proofing", "--project", "kitchen", "--json"))
     assert not as_json(run("search", "proofing", "--agent", "claude", "--json"))
     assert not as_json(run("search", "proofing", "--file", "timer.py", "--json"))  # mirrors record no files

@@ -97,6 +97,9 @@ def test_every_tool_answers_on_the_real_corpus(indexed: Path) -> None:
         assert set(found["results"][0]) >= {"prompt_text", "full_text", "tool_summary", "matched_chunk", "score"}
         assert "explain" not in found["results"][0]
         assert (await call(client, "search", query="dotfiles", mode="lexical", agent="codex"))["results"] == []
+        prefix = (await call(client, "search", query="dotfil*", mode="lexical"))["results"][0]  # `zebr*`: a prefix
+        assert prefix["session_id"] == SLAY_ID
+        assert {prefix["matched_chunk"][s:e].lower() for s, e in prefix["spans"]} == {"dotfiles"}
 
         mirror = await call(client, "show_session", session=SLAY_ID[:8])
         assert mirror["session"]["session_id"] == SLAY_ID and mirror["mirror"]["computer"] == "testbox"

@@ -99,6 +99,10 @@ def test_search(alpha: Computer) -> None:
     data = json.loads(body)
     assert status == 200 and data["computer"] == "alpha"
     assert 0 < len(data["results"]) <= 3 and all(hit["session_id"] == SLAY_ID for hit in data["results"])
+    status, body, _ = get(alpha, "/v1/search?q=" + quote("dotfil*"))  # a word ending in `*` is a prefix
+    first = json.loads(body)["results"][0]
+    assert status == 200 and first["session_id"] == SLAY_ID
+    assert {first["matched_chunk"][s:e].lower() for s, e in first["spans"]} == {"dotfiles"}
     assert get(alpha, "/v1/search?q=")[0] == 400
     assert get(alpha, "/v1/search?q=slay&agent=nope")[0] == 400
     assert get(alpha, "/v1/search?q=slay&since=yesterdayish")[0] == 400

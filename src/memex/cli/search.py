@@ -72,7 +72,9 @@ def search_command(
 ) -> None:
     """Search past turns and session mirrors for QUERY (words, identifiers, paths, meaning; any language).
 
-    `--in tools` searches what the tools printed instead (an error message, a log line); `--role` keeps to
+    Each word matches as written (quotes, `NEAR`, `:` are plain text); a word ending in `*` matches every word
+    it begins: `zebr*` finds zebra and zebras (quote it for the shell; two characters at least before the
+    `*`). `--in tools` searches what the tools printed instead (an error message, a log line); `--role` keeps to
     the user's or the assistant's words. Both search by words (lexical); `--mode semantic` is refused."""
     text = " ".join(query).strip()
     filters = build_filters(**options)

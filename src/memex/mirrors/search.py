@@ -12,7 +12,7 @@ from typing import Any
 
 from memex.mirrors.model import LABELS, mirror_from_row
 from memex.search.highlight import spans_json
-from memex.search.lexical import _words, fts_terms
+from memex.search.lexical import _words, fts_terms, prefix_word
 from memex.store.queries import Filters, where
 from memex.textutil import has_cjk
 
@@ -30,6 +30,7 @@ def _match_offset(text: str, query: str) -> int:
     lowered = text.lower()
     best = -1
     for word in _words(query):
+        word = prefix_word(word)[0]  # `zebr*` begins `zebra`
         needle = word.lower() if not has_cjk(word) else re.sub(r"\s+", "", word)
         found = lowered.find(needle)
         if found >= 0 and (best < 0 or found < best):

@@ -2,14 +2,15 @@
 
 A query word matches as FTS5 matches it: a phrase of tokens (letters and digits; `_`, `.`, `/` and the
 like separate them), compared without case or diacritics, each CJK character a token of its own.
-Stopwords are marked only when the query is made of nothing else. Offsets are Python string indices
+Stopwords are marked only when the query is made of nothing else. A word ending in `*` (`zebr*`) marks each
+word its last token begins, whole (`zebra`). Offsets are Python string indices
 (code points) into the text given.
 """
 
 from __future__ import annotations
 
 from memex.redact import clear_cut
-from memex.search.lexical import FTS_TOKEN, STOPWORDS, _words, fold
+from memex.search.lexical import FTS_TOKEN, STOPWORDS, _words, fold, prefix_word
 from memex.textutil import has_cjk
 
 # Characters an excerpt shows before its first match (the rest of its size comes after).
@@ -31,22 +32,25 @@ def _tokens(text: str) -> list[tuple[str, int, int]]:
     return found
 
 
-def _phrases(query: str) -> list[list[str]]:
-    """The token phrases to look for: each query word (stopwords only when nothing else is left), a
-    CJK run as every pair of its characters."""
+def _phrases(query: str) -> list[tuple[list[str], bool]]:
+    """The token phrases to look for, each with whether its last token is a prefix (`zebr*`): each query
+    word (stopwords only when nothing else is left), a CJK run as every pair of its characters."""
     words = _words(query)
     words = [w for w in words if w.lower() not in STOPWORDS] or words
-    phrases: list[list[str]] = []
+    phrases: list[tuple[list[str], bool]] = []
     for word in words:
-        tokens = [fold(t) for t in FTS_TOKEN.findall(word)]
+        body, prefix = prefix_word(word)
+        tokens = [fold(t) for t in FTS_TOKEN.findall(body)]
         if not tokens:
             continue
-        if has_cjk(word):
+        if has_cjk(body):
             chars = [c for t in tokens for c in (list(t) if has_cjk(t) else [t])]
-            phrases.extend(chars[i : i + 2] for i in range(max(1, len(chars) - 1)))
-            continue
-        phrases.append(tokens)
-    unique = {tuple(p): p for p in phrases}
+            if not prefix:
+                phrases.extend((chars[i : i + 2], False) for i in range(max(1, len(chars) - 1)))
+                continue
+            tokens = chars
+        phrases.append((tokens, prefix))
+    unique = {(tuple(p), prefix): (p, prefix) for p, prefix in phrases}
     return list(unique.values())
 
 
@@ -57,10 +61,13 @@ def match_spans(text: str, query: str) -> list[tuple[int, int]]:
     tokens = _tokens(text)
     folded = [t[0] for t in tokens]
     spans: list[tuple[int, int]] = []
-    for phrase in _phrases(query):
+    for phrase, prefix in _phrases(query):
         size = len(phrase)
+        head, last = phrase[:-1], phrase[-1]
         for i in range(len(folded) - size + 1):
-            if folded[i : i + size] == phrase:
+            if folded[i : i + size - 1] == head and (
+                folded[i + size - 1].startswith(last) if prefix else folded[i + size - 1] == last
+            ):
                 spans.append((tokens[i][1], tokens[i + size - 1][2]))
     merged: list[tuple[int, int]] = []
     for start, end in sorted(spans):

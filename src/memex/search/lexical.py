@@ -77,8 +77,25 @@ _PARAGRAPH = re.compile(r"\n\s*\n")
 _REACTION = "User (next): "
 
 
+# A word ending in `*` asks for every word its last token begins (`zebr*`: zebra, zebras), when that token
+# has at least this many characters: `a*` would match most of the index, and BM25 ranks every match.
+MIN_PREFIX_CHARS = 2
+
+
 def _phrase(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
+
+
+def prefix_word(word: str) -> tuple[str, bool]:
+    """A query word without its trailing `*`, and whether the star asked for a prefix: not a word the
+    star also opens (`*bold*` is Markdown), nor one whose last token is shorter than MIN_PREFIX_CHARS."""
+    body = word.rstrip("*")
+    if body == word or word.startswith("*"):
+        return word, False
+    tokens = term_tokens(body)
+    if not tokens or len(tokens[-1]) < MIN_PREFIX_CHARS:  # a CJK character is a token of its own: too short
+        return word, False
+    return body, True
 
 
 def _words(query: str) -> list[str]:
@@ -127,14 +144,21 @@ def word_coverage(
     words = [w for w in _words(query) if w.lower() not in STOPWORDS] or _words(query)
     rarity = rarity or TermRarity.of(conn)
     weights: dict[str, float] = {}
-    for word in words:
-        tokens = term_tokens(word)
-        if tokens:
-            weights[" ".join(tokens)] = rarity.idf(tokens)
-    total = sum(weights.values())
-    # Each word's marks in a text's tokens: the word itself, or the start of one of its forms.
+    # Each word's marks in a text's tokens: the word itself, or the start of one of its forms (of any
+    # word, for a prefix `zebr*`).
     marks: dict[str, list[str]] = {}
     for word in words:
+        body, prefix = prefix_word(word)
+        tokens = term_tokens(body)
+        if tokens and prefix:
+            weights[" ".join(tokens) + "*"] = rarity.idf_of(rarity.phrase_df(word))
+            marks[" ".join(tokens) + "*"] = [f" {' '.join(tokens)}"]
+        elif tokens:
+            weights[" ".join(tokens)] = rarity.idf(tokens)
+    total = sum(weights.values())
+    for word in words:
+        if prefix_word(word)[1]:
+            continue
         for variant in irregular_forms(word) or (word,):
             stem = word_stem(variant)
             found = marks.setdefault(" ".join(term_tokens(word)), [])
@@ -163,7 +187,8 @@ def fts_terms(
     query: str, match_all: bool = True, stems: bool = False, forms: Callable[[str], list[str]] | None = None
 ) -> list[str]:
     """The FTS5 phrases of a user's query, each once: every word becomes a quoted phrase, so `snake_case`
-    and `src/a/b.py` match as written and FTS5 syntax in the query is inert. Without `match_all` (any word
+    and `src/a/b.py` match as written and FTS5 syntax in the query is inert; a word ending in `*` is a
+    quoted phrase whose last token is a prefix (`"zebr" *`, `prefix_word`). Without `match_all` (any word
     may match) stopwords are left out and CJK runs are split into overlapping character pairs, so a
     sentence still finds its words; with `stems`, a plain English word also finds its other forms: those
     `forms(stem)` lists (the indexed words of that stem), or else every word the stem begins."""
@@ -172,6 +197,10 @@ def fts_terms(
     if not match_all:  # any word may match: the common ones would match everything
         words = [w for w in words if w.lower() not in STOPWORDS] or words
     for word in words:
+        body, prefix = prefix_word(word)
+        if prefix:  # its forms are the words it begins: no stems
+            terms.append(_phrase(fts_text(body) or body) + " *")
+            continue
         if match_all or not has_cjk(word):
             for variant in (irregular_forms(word) if stems and not match_all else ()) or (word,):
                 stem = word_stem(variant) if stems and not match_all else None
@@ -405,8 +434,24 @@ class TermRarity:
         return self.cache[token]
 
     def phrase_df(self, term: str) -> int:
-        """Chunks holding the term at most (its rarest token's count)."""
-        return min((self.df(t) for t in term_tokens(term)), default=0)
+        """Chunks holding the term at most (its rarest token's count; for a prefix `zebr*`, its last token
+        counts the chunks of every word it begins, as many as the store has at most)."""
+        body, prefix = prefix_word(term)
+        tokens = term_tokens(body)
+        if not prefix:
+            return min((self.df(t) for t in tokens), default=0)
+        return min([*(self.df(t) for t in tokens[:-1]), self.prefix_df(tokens[-1])])
+
+    def prefix_df(self, prefix: str) -> int:
+        """Chunks holding a word that begins with `prefix`, at most (their counts summed, up to the total)."""
+        key = prefix + "*"
+        if key not in self.cache:
+            row = self.conn.execute(
+                "SELECT coalesce(sum(doc), 0) FROM temp.memex_vocab WHERE term >= ? AND term < ?",
+                (prefix, prefix + "\U0010ffff"),
+            ).fetchone()
+            self.cache[key] = min(row[0], self.total)
+        return self.cache[key]
 
     def forms(self, stem: str) -> list[str]:
         """The indexed words of an English stem (`adopt`: adopt, adopted, adoption), the most frequent
@@ -436,7 +481,10 @@ class TermRarity:
         A word the store never saw gets the highest weight: it cannot match, and a prompt about something
         new must not be answered by turns that share only its common words.
         """
-        df = min((self.df(t) for t in tokens), default=0)
+        return self.idf_of(min((self.df(t) for t in tokens), default=0))
+
+    def idf_of(self, df: int) -> float:
+        """BM25's idf of a term found in `df` chunks."""
         return math.log(1 + (self.total - df + 0.5) / (df + 0.5))
 
     def known(self, term: str) -> str | None:
