@@ -130,7 +130,14 @@ def build_server(config: Config) -> tuple[Server, Door]:
         "or 'assistant' keeps to what that voice wrote (by words).",
     )
     async def search(
-        query: Annotated[str, Field(description="What to look for.", min_length=1)],
+        query: Annotated[
+            str,
+            Field(
+                description="What to look for. Words match as written; a word ending in * is a prefix "
+                "(zebr* finds zebra, zebras).",
+                min_length=1,
+            ),
+        ],
         mode: Annotated[
             Literal["hybrid", "lexical", "semantic"],
             Field(description="lexical: words; semantic: meaning; hybrid (default): both fused."),
