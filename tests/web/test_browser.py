@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from webtools import HOSTILE_SHOWN, LONG_SESSION, MIRRORED, SUBAGENT_SESSION, Browser
+from webtools import HOSTILE_SHOWN, LONG_SESSION, MARKDOWN_SESSION, MIRRORED, SUBAGENT_SESSION, Browser
 
 CODEX_ID = "019a802a-aab1-7c31-9831-d2510c7a74a2"  # a MoonMind rollout: long spec paths
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -95,6 +95,27 @@ def test_every_page_in_a_browser(browser_page) -> None:
     page.goto(f"{base}/s/{MIRRORED}")
     assert page.locator("h1").inner_text() == HOSTILE_SHOWN
     shot(page, screens, "mirror")
+
+
+def test_markdown_in_a_browser(browser_page) -> None:
+    """An answer's Markdown as a reader sees it: a heading, a list, a table; its code block keeps its lines
+    and, on a phone, scrolls sideways within the message while the page does not; its script attempts show
+    as text (the fixture fails on any dialog)."""
+    page, base, screens = browser_page
+    page.goto(f"{base}/s/{MARKDOWN_SESSION}")
+    answer = page.locator("article.message.assistant")
+    assert answer.locator("h5", has_text="Plan MD-HEADING").is_visible()
+    assert answer.locator("li", has_text="first MD-ITEM").is_visible()
+    assert answer.locator("td", has_text="MD-CELL").is_visible()
+    assert answer.get_by_text('<script>alert("md-xss")</script>', exact=False).is_visible()
+    code = answer.locator("pre code.language-python")
+    assert code.evaluate("e => getComputedStyle(e.parentElement).whiteSpace") == "pre"
+    shot(page, screens, "markdown")
+    page.set_viewport_size({"width": 375, "height": 800})
+    page.goto(f"{base}/s/{MARKDOWN_SESSION}")
+    assert code.evaluate("e => e.parentElement.scrollWidth > e.parentElement.clientWidth")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    shot(page, screens, "phone-markdown")
 
 
 def test_forget_in_a_browser(browser_page) -> None:
