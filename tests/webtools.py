@@ -13,6 +13,26 @@ SUBAGENT_SESSION = "322e6fc1-933c-4088-b825-a0b12dac4c7a"
 MIRRORED = "feedface-0000-4000-8000-000000000001"
 LONG_SESSION = "10001000-0000-4000-8000-000000000001"
 LONG_ANSWER = "\n".join(f"line {n} of a long build log" for n in range(300)) + "\nTAIL-MARKER"
+MARKDOWN_SESSION = "3d3d3d3d-0000-4000-8000-000000000001"
+# An answer in Markdown, as agents write them, with three attempts at running script in the page.
+MARKDOWN_ANSWER = """## Plan MD-HEADING
+
+- first MD-ITEM
+- second item
+
+```python
+def rotate(keys):  # MD-CODE
+        return [k for k in keys if k.expires_at > now() and k.scope in ("read", "write", "admin")]
+```
+
+| column | value |
+|---|---|
+| MD-CELL | 42 |
+
+Run `memex index` once, see [the docs](https://example.org/docs).
+
+<script>alert("md-xss")</script> <img src=x onerror=alert("md-img")> [click](javascript:alert("md-link"))
+"""
 HOSTILE = '<script>alert("pwned")</script> & <b>bold</b>'
 # How a page shows it: as text, a title's formatting tags dropped (a plain-text title), the rest escaped.
 HOSTILE_SHOWN = '<script>alert("pwned")</script> & bold'

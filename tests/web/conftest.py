@@ -16,7 +16,16 @@ from memex.store.db import connect
 from memex.web.server import WebServer
 from stores import copy_store, index_once
 from transcripts import ClaudeSession, simple_turn
-from webtools import HOSTILE, LONG_ANSWER, LONG_SESSION, MIRRORED, SUBAGENT_SESSION, Browser
+from webtools import (
+    HOSTILE,
+    LONG_ANSWER,
+    LONG_SESSION,
+    MARKDOWN_ANSWER,
+    MARKDOWN_SESSION,
+    MIRRORED,
+    SUBAGENT_SESSION,
+    Browser,
+)
 
 
 def _write_corpus(root: Path) -> list[Path]:
@@ -29,6 +38,11 @@ def _write_corpus(root: Path) -> list[Path]:
     simple_turn(
         ClaudeSession(projects / "-home-dev-shop" / f"{LONG_SESSION}.jsonl", LONG_SESSION), "show the log", LONG_ANSWER
     )
+    simple_turn(
+        ClaudeSession(projects / "-home-dev-shop" / f"{MARKDOWN_SESSION}.jsonl", MARKDOWN_SESSION),
+        "plan the quokka key rotation",
+        MARKDOWN_ANSWER,
+    )
     return [projects, root / "codex-sessions"]
 
 
@@ -40,9 +54,9 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def corpus(indexed: Path, home: Path, config: Config) -> Config:
-    """HillviewCap's sessions, a live Claude Code session with subagents, a Codex rollout, indexed (a copy
-    of the module's store, this test's own); and a mirror received from the computer `laptop` whose title
-    is hostile HTML."""
+    """HillviewCap's sessions, a live Claude Code session with subagents, a Codex rollout, an answer in
+    Markdown, indexed (a copy of the module's store, this test's own); and a mirror received from the
+    computer `laptop` whose title is hostile HTML."""
     copy_store(indexed, home)
     conn = connect(config.db_path)
     try:

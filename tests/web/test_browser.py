@@ -5,13 +5,14 @@ Debian's: .ci/run)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from webtools import HOSTILE_SHOWN, LONG_SESSION, MIRRORED, SUBAGENT_SESSION, Browser
+from webtools import HOSTILE_SHOWN, LONG_SESSION, MARKDOWN_SESSION, MIRRORED, SUBAGENT_SESSION, Browser
 
 CODEX_ID = "019a802a-aab1-7c31-9831-d2510c7a74a2"  # a MoonMind rollout: long spec paths
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -95,6 +96,78 @@ def test_every_page_in_a_browser(browser_page) -> None:
     page.goto(f"{base}/s/{MIRRORED}")
     assert page.locator("h1").inner_text() == HOSTILE_SHOWN
     shot(page, screens, "mirror")
+
+
+def test_markdown_in_a_browser(browser_page) -> None:
+    """An answer's Markdown as a reader sees it: a heading, a list, a table; its code block keeps its lines
+    and, on a phone, scrolls sideways within the message while the page does not; its script attempts show
+    as text (the fixture fails on any dialog)."""
+    page, base, screens = browser_page
+    page.goto(f"{base}/s/{MARKDOWN_SESSION}")
+    answer = page.locator("article.message.assistant")
+    assert answer.locator("h5", has_text="Plan MD-HEADING").is_visible()
+    assert answer.locator("li", has_text="first MD-ITEM").is_visible()
+    assert answer.locator("td", has_text="MD-CELL").is_visible()
+    assert answer.get_by_text('<script>alert("md-xss")</script>', exact=False).is_visible()
+    code = answer.locator("pre code.language-python")
+    assert code.evaluate("e => getComputedStyle(e.parentElement).whiteSpace") == "pre"
+    shot(page, screens, "markdown")
+    page.set_viewport_size({"width": 375, "height": 800})
+    page.goto(f"{base}/s/{MARKDOWN_SESSION}")
+    assert code.evaluate("e => e.parentElement.scrollWidth > e.parentElement.clientWidth")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    shot(page, screens, "phone-markdown")
+
+
+def luminance(css_colour: str) -> float:
+    """The relative luminance (WCAG) of a computed `rgb(r, g, b)` colour."""
+    channels = [int(c) / 255 for c in re.findall(r"\d+", css_colour)[:3]]
+    r, g, b = (c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(page, selector: str, background_of: str | None = None) -> float:
+    """The contrast ratio of `selector`'s text against its background (or `background_of`'s)."""
+    fg = page.locator(selector).first.evaluate("e => getComputedStyle(e).color")
+    bg = page.locator(background_of or selector).first.evaluate("e => getComputedStyle(e).backgroundColor")
+    light, dark = sorted((luminance(fg), luminance(bg)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+def test_dark_mode_follows_the_system(browser_page) -> None:
+    """Light by default; with the system's dark scheme the page is dark and its text light, and what sits on
+    it (links, highlights, code blocks, the subagent and tool markers) still reads at 4.5:1 or more."""
+    page, base, screens = browser_page
+    page.goto(f"{base}/s/{MARKDOWN_SESSION}")
+    body = page.locator("body")
+    assert luminance(body.evaluate("e => getComputedStyle(e).backgroundColor")) > 0.9
+    assert luminance(body.evaluate("e => getComputedStyle(e).color")) < 0.05
+
+    dark = page.context.browser.new_page(viewport={"width": 1200, "height": 900}, color_scheme="dark")
+    dialogs: list[str] = []
+    dark.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    dark.goto(f"{base}/s/{MARKDOWN_SESSION}")
+    body = dark.locator("body")
+    assert luminance(body.evaluate("e => getComputedStyle(e).backgroundColor")) < 0.02
+    assert luminance(body.evaluate("e => getComputedStyle(e).color")) > 0.6
+    assert contrast(dark, "body") >= 4.5
+    assert contrast(dark, "article.message.assistant a", "article.message.assistant") >= 4.5  # a link
+    assert contrast(dark, "article.message.assistant pre code", "article.message.assistant pre") >= 4.5
+    assert luminance(dark.locator("pre").first.evaluate("e => getComputedStyle(e).backgroundColor")) < 0.05
+    shot(dark, screens, "dark-markdown")
+    dark.goto(f"{base}/s/{SUBAGENT_SESSION}?turns=1")
+    assert contrast(dark, "article.turn.subagent .badge.sub") >= 4.5
+    assert contrast(dark, "article.turn.subagent h3", "article.turn.subagent") >= 4.5
+    shot(dark, screens, "dark-turns")
+    dark.goto(f"{base}/search?q=zebra+rotation&mode=lexical")
+    assert contrast(dark, "ol.hits mark") >= 4.5
+    shot(dark, screens, "dark-search")
+    dark.goto(f"{base}/search?q=alwaysThinkingEnabled&in=tools")
+    assert contrast(dark, "li.hit.tool .badge") >= 4.5  # the tool output's marker
+    dark.goto(f"{base}/")
+    assert contrast(dark, "tr.mirror a.title", "tr.mirror") >= 4.5
+    shot(dark, screens, "dark-sessions")
+    assert dialogs == []
 
 
 def test_forget_in_a_browser(browser_page) -> None:

@@ -18,7 +18,7 @@ from corpus import CODEX_SHORT
 from memex.cli.web import DEFAULT_PORT
 from memex.config import Config
 from memex.web.server import WebServer
-from webtools import HOSTILE, LONG_SESSION, MIRRORED, SUBAGENT_SESSION, Browser
+from webtools import HOSTILE, LONG_SESSION, MARKDOWN_SESSION, MIRRORED, SUBAGENT_SESSION, Browser
 
 CODEX_ID = "019a802a-aab1-7c31-9831-d2510c7a74a2"
 # The hostile title as pages show it: plain text (its <b> formatting dropped), the rest escaped.
@@ -81,6 +81,33 @@ def test_conversation_with_subagents_files_and_folding(web: Browser) -> None:
     assert "Subagents (1)" in page.body and "a6464d481e77bfaa0" in page.body and "List project files" in page.body
     assert "<code>notes.md</code>" in page.body  # the files it touched
     assert f'href="/s/{SUBAGENT_SESSION}/related"' in page.body
+
+
+def test_a_conversation_renders_its_markdown_and_no_script(web: Browser) -> None:
+    """An answer's heading, list, code block, table, inline code and link are elements; its <script>, its
+    <img onerror> and its javascript: link are shown as text, never run."""
+    page = web.get(f"/s/{MARKDOWN_SESSION}")
+    assert page.status == 200
+    answer = re.search(r'<article class="message assistant">.*?</article>', page.body, re.S)
+    assert answer is not None
+    html = answer.group(0)
+    assert "<h5>Plan MD-HEADING</h5>" in html  # under the message's <h3> and "<li>first MD-ITEM</li>" in html
+    code = re.search(r'<pre><code class="language-python">(.*?)</code></pre>', html, re.S)
+    assert code is not None and "MD-CODE" in code.group(1)
+    assert "\n        return [k for k in keys" in code.group(1)  # its indentation kept
+    assert "<th>column</th>" in html and "<td>MD-CELL</td>" in html
+    assert "<code>memex index</code>" in html
+    assert '<a href="https://example.org/docs" rel="noreferrer nofollow">the docs</a>' in html
+    assert "<script" not in html and "<img" not in html and "javascript:" not in re.sub(r">[^<]*<", "><", html)
+    assert "&lt;script&gt;alert(&quot;md-xss&quot;)&lt;/script&gt;" in html
+    assert "&lt;img src=x onerror=alert(&quot;md-img&quot;)&gt;" in html
+    assert "[click](javascript:alert(&quot;md-link&quot;))" in html  # no link made of it
+    # The turns keep the text as it was written (the raw view), and a search its excerpt, highlighted.
+    turns = web.get(f"/s/{MARKDOWN_SESSION}?turns=1").body
+    assert '<pre class="text">' in turns and "## Plan MD-HEADING" in turns
+    found = web.get("/search?q=quokka+MD-CELL&mode=lexical").body
+    assert "<mark>quokka</mark>" in found and f'href="/s/{MARKDOWN_SESSION}?turns=1#t' in found
+    assert "&lt;script&gt;" in found and "<script>" not in found
 
 
 def test_turns_nest_subagents_and_collapse_tools(web: Browser) -> None:
