@@ -123,10 +123,14 @@ def _missing_programs(commands: list[str]) -> list[str]:
 def check_warm(config: Config) -> Check:
     from memex.hooks import warm
 
-    pid = warm.server_pid(config)
-    if pid is None:
+    live = warm.servers(config.home)
+    if not live:
         return Check("warm server", "info", "not running (a prompt starts it when hooks are installed)")
-    return Check("warm server", "ok", f"running (pid {pid})")
+    pid = live.pop(warm.server_key(config), None)
+    shown = [f"pid {pid}"] if pid else ["none for these settings"]
+    if live:  # started by hooks run with other MEMEX_* settings (another shell, another agent)
+        shown.append(f"{len(live)} for other settings (pid {', '.join(map(str, live.values()))})")
+    return Check("warm server", "ok", f"running ({'; '.join(shown)})")
 
 
 def check_daemon(config: Config) -> Check:
