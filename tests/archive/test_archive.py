@@ -276,7 +276,7 @@ def test_only_session_folders_the_store_does_not_know_are_listed(tmp_path: Path)
 
 def _age(root: Path) -> None:
     """Make the archive's folders look untouched for an hour (listings of recent folders are not trusted)."""
-    for folder in [root, *(p for p in root.iterdir() if p.is_dir())]:
+    for folder in [root, *(p for p in root.rglob("*") if p.is_dir())]:
         old = folder.stat().st_mtime_ns - 3600 * 10**9
         os.utime(folder, ns=(old, old))
 
@@ -380,3 +380,56 @@ def test_an_archive_folder_deleted_is_copied_again_by_the_next_index(
     target.unlink()  # Claude Code's cleanupPeriodDays
     result = run("show", SLAY_ID[:8], "--raw")
     assert result.exit_code == 0 and result.stdout_bytes == SLAY.read_bytes()
+
+
+@pytest.mark.parametrize("subagent", [False, True])
+def test_one_copy_deleted_is_copied_again_by_the_next_index(
+    run, config: Config, tmp_path: Path, subagent: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One copy deleted inside its session's folder (the others, and the agent's folder, untouched) after the
+    store had listed the archive and remembered its folders: `memex doctor` names it, and the next
+    `memex index` makes it again (its transcript is still on disk), so `--raw` has it once the agent deletes it."""
+    projects = tmp_path / "claude-projects"
+    shutil.copytree(HILLVIEW, projects / HILLVIEW.name)
+    assert run("index").exit_code == 0
+    conn = connect(config.db_path)
+    try:
+        if subagent:  # a subagent's copy, beside its session's main one
+            row = conn.execute("SELECT session_id, agent_id FROM archive_streams WHERE agent_id != '' LIMIT 1")
+        else:
+            row = conn.execute("SELECT session_id, agent_id FROM archive_streams WHERE agent_id = '' LIMIT 1")
+        session_id, agent_id = row.fetchone()
+        source = Path(archive_row(conn, session_id, agent_id).source_path)  # type: ignore[union-attr]
+    finally:
+        conn.close()
+    root = archive_root(config)
+    _age(root)
+    assert run("index").exit_code == 0  # lists the archive once more, and remembers its folders
+    checked: list[Path] = []
+    real = reader.lost_copies
+
+    def counted(conn: object, folder: Path) -> list:
+        checked.append(folder)
+        return real(conn, folder)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(reader, "lost_copies", counted)
+    assert run("index").exit_code == 0
+    assert checked == []  # nothing changed: no copy is looked at
+    copy = _copy(config, session_id, agent_id)
+    assert copy.parent.parent.parent == root and len(list(copy.parent.iterdir())) >= 1
+    agent_folder_before = copy.parent.parent.stat().st_mtime_ns
+    copy.unlink()
+    assert copy.parent.parent.stat().st_mtime_ns == agent_folder_before  # only the session's folder changed
+
+    doctor = {c["name"]: c for c in json.loads(run("doctor", "--json").stdout)["checks"]}
+    assert doctor["archive"]["status"] == "fail" and copy.relative_to(root).as_posix() in doctor["archive"]["detail"]
+
+    checked.clear()  # doctor looked at every copy too
+    assert run("index").exit_code == 0
+    assert checked == [root] and _zstd_d(copy) == source.read_bytes()
+    doctor = {c["name"]: c for c in json.loads(run("doctor", "--json").stdout)["checks"]}
+    assert doctor["archive"]["status"] == "ok", doctor["archive"]
+    if not subagent:
+        source.unlink()  # Claude Code's cleanupPeriodDays
+        result = run("show", session_id[:8], "--raw")
+        assert result.exit_code == 0 and result.stdout_bytes == _zstd_d(copy)

@@ -28,10 +28,12 @@ from memex.store.archive import (
     ArchiveRow,
     archive_paths,
     archive_rows,
+    copies_checked,
     copy_needed,
     listed_folders,
     mark_source_gone,
     save_archive_row,
+    save_copies_checked,
     save_listed_folders,
 )
 from memex.store.db import make_private_folder, open_private, transaction
@@ -131,6 +133,27 @@ def folder_stamps(root: Path) -> dict[str, int]:
     return stamps
 
 
+def newest_folder(root: Path) -> int:
+    """The newest modification time of the archive folder, its agents' folders and their session folders.
+    Whatever is added to or removed from any of them sets that folder's time to now, newer than any value
+    trusted (`RECENT_NS`): a copy deleted changes only its session's folder, which `folder_stamps` does
+    not look at. A `stat` per session folder (relative to its agent's folder), no listing of one."""
+    newest = os.stat(root).st_mtime_ns
+    for agent in os.scandir(root):
+        if not agent.is_dir(follow_symlinks=False):
+            continue
+        newest = max(newest, agent.stat(follow_symlinks=False).st_mtime_ns)
+        fd = os.open(agent.path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            with os.scandir(fd) as sessions:  # by descriptor: each entry's stat is relative to it
+                for session in sessions:
+                    if session.is_dir(follow_symlinks=False):
+                        newest = max(newest, session.stat(follow_symlinks=False).st_mtime_ns)
+        finally:
+            os.close(fd)
+    return newest
+
+
 def register_found(conn: sqlite3.Connection, config: Config) -> int:
     """Record the archive files the store does not know (a store rebuilt from scratch): their headers say
     what each is a copy of. Returns how many were recorded. Copies in a session folder the store already
@@ -183,16 +206,22 @@ def lost_copies(conn: sqlite3.Connection, root: Path) -> list[ArchiveRow]:
 
 def mark_lost_copies(conn: sqlite3.Connection, config: Config) -> int:
     """Make pending again the streams whose recorded copy is gone or cut short while their transcript is
-    still on disk (the archive folder deleted, or a store restored without it), so the run that follows
-    copies them anew. Returns how many. Looked at only when the archive's folders changed since the store
-    last listed them, or the archive folder is gone (a `stat` per agent folder); then a `stat` per copy."""
+    still on disk (the archive folder deleted, a store restored without it, one copy deleted), so the run
+    that follows copies them anew. Returns how many. Looked at only when a folder of the archive changed
+    since every copy was last found whole (`newest_folder`: a `stat` per session folder), or the archive
+    folder is gone; then a `stat` per copy."""
     root = archive_root(config)
-    if root.is_dir() and folder_stamps(root) == listed_folders(conn):
+    newest = newest_folder(root) if root.is_dir() else None
+    if newest is not None and newest == copies_checked(conn):
         return 0
     lost = [(row.session_id, row.agent_id) for row in lost_copies(conn, root) if row.source_gone_at is None]
-    if lost:
-        with transaction(conn):
+    with transaction(conn):
+        if lost:
             copy_needed(conn, lost)
+        # Those lost are pending (until copied): the others were whole. A folder changed within the file
+        # system's timestamp granularity could change again unseen at the same time: only older is trusted.
+        if newest is not None and newest < time.time_ns() - RECENT_NS:
+            save_copies_checked(conn, newest)
     return len(lost)
 
 

@@ -115,15 +115,34 @@ def archive_paths(conn: sqlite3.Connection) -> set[str]:
     return {path for (path,) in conn.execute("SELECT archive_path FROM archive_streams")}
 
 
+# The row of `archive_listings` that holds, instead of a folder's time, the newest time of any folder of the
+# archive when every recorded copy was last found whole (`memex.archive.reader.mark_lost_copies`).
+COPIES_CHECKED = "/"
+
+
 def listed_folders(conn: sqlite3.Connection) -> dict[str, int]:
     """The archive folders (`''`, an agent's) as they were when the store last knew every copy in them."""
-    return dict(conn.execute("SELECT folder, mtime_ns FROM archive_listings").fetchall())
+    sql = "SELECT folder, mtime_ns FROM archive_listings WHERE folder != ?"
+    return dict(conn.execute(sql, (COPIES_CHECKED,)).fetchall())
 
 
 def save_listed_folders(conn: sqlite3.Connection, stamps: dict[str, int]) -> None:
     """Record the archive folders' modification times (folder -> mtime_ns) after a complete listing."""
-    conn.execute("DELETE FROM archive_listings")
+    conn.execute("DELETE FROM archive_listings WHERE folder != ?", (COPIES_CHECKED,))
     conn.executemany("INSERT INTO archive_listings (folder, mtime_ns) VALUES (?, ?)", stamps.items())
+
+
+def copies_checked(conn: sqlite3.Connection) -> int | None:
+    """The newest time of the archive's folders when every recorded copy was last found whole, or None."""
+    found = conn.execute("SELECT mtime_ns FROM archive_listings WHERE folder = ?", (COPIES_CHECKED,)).fetchone()
+    return found[0] if found else None
+
+
+def save_copies_checked(conn: sqlite3.Connection, newest_ns: int) -> None:
+    """Record that every recorded copy was whole (or is pending) while the archive's newest folder time was
+    `newest_ns`."""
+    sql = "INSERT OR REPLACE INTO archive_listings (folder, mtime_ns) VALUES (?, ?)"
+    conn.execute(sql, (COPIES_CHECKED, newest_ns))
 
 
 def save_archive_row(conn: sqlite3.Connection, row: ArchiveRow) -> None:
