@@ -239,7 +239,7 @@ def check_archive(config: Config, conn: sqlite3.Connection | None) -> Check:
             "archive",
             "fail",
             f"{detail}; {len(damaged)} copies missing or cut short: {damaged[0]}",
-            "`memex index` copies again those whose transcript is still on disk",
+            "`memex index --check-archive` copies again those whose transcript is still on disk",
         )
     if not config.archive_enabled:
         return Check("archive", "warn", f"turned off (archive_enabled = 0); {detail}", "set archive_enabled = 1")

@@ -7,6 +7,7 @@ import io
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -371,7 +372,7 @@ def test_an_archive_folder_deleted_is_copied_again_by_the_next_index(
     shutil.rmtree(root)
 
     doctor = {c["name"]: c for c in json.loads(run("doctor", "--json").stdout)["checks"]}
-    assert doctor["archive"]["status"] == "fail" and "`memex index`" in (doctor["archive"]["fix"] or "")
+    assert doctor["archive"]["status"] == "fail" and "`memex index" in (doctor["archive"]["fix"] or "")
 
     assert run("index").exit_code == 0
     assert _zstd_d(_copy(config, SLAY_ID)) == SLAY.read_bytes()
@@ -382,13 +383,19 @@ def test_an_archive_folder_deleted_is_copied_again_by_the_next_index(
     assert result.exit_code == 0 and result.stdout_bytes == SLAY.read_bytes()
 
 
+def _archive_check(run) -> dict:  # type: ignore[no-untyped-def]
+    """`memex doctor`'s archive check."""
+    return {c["name"]: c for c in json.loads(run("doctor", "--json").stdout)["checks"]}["archive"]
+
+
 @pytest.mark.parametrize("subagent", [False, True])
-def test_one_copy_deleted_is_copied_again_by_the_next_index(
+def test_one_copy_deleted_is_copied_again_by_a_check_of_every_copy(
     run, config: Config, tmp_path: Path, subagent: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """One copy deleted inside its session's folder (the others, and the agent's folder, untouched) after the
-    store had listed the archive and remembered its folders: `memex doctor` names it, and the next
-    `memex index` makes it again (its transcript is still on disk), so `--raw` has it once the agent deletes it."""
+    """One copy deleted inside its session's folder (only that folder's time changes): a plain `memex index`
+    within a day of the last look at every copy does not look again (a `stat` per copy), and `memex doctor`
+    names the copy with the fix; `memex index --check-archive` makes it again, and so does a plain
+    `memex index` once the last look is more than a day old."""
     projects = tmp_path / "claude-projects"
     shutil.copytree(HILLVIEW, projects / HILLVIEW.name)
     assert run("index").exit_code == 0
@@ -416,19 +423,40 @@ def test_one_copy_deleted_is_copied_again_by_the_next_index(
     assert run("index").exit_code == 0
     assert checked == []  # nothing changed: no copy is looked at
     copy = _copy(config, session_id, agent_id)
-    assert copy.parent.parent.parent == root and len(list(copy.parent.iterdir())) >= 1
+    assert copy.parent.parent.parent == root
     agent_folder_before = copy.parent.parent.stat().st_mtime_ns
     copy.unlink()
     assert copy.parent.parent.stat().st_mtime_ns == agent_folder_before  # only the session's folder changed
 
-    doctor = {c["name"]: c for c in json.loads(run("doctor", "--json").stdout)["checks"]}
-    assert doctor["archive"]["status"] == "fail" and copy.relative_to(root).as_posix() in doctor["archive"]["detail"]
+    assert run("index").exit_code == 0
+    assert checked == [] and not copy.exists()  # within the day: the copies are not looked at
+    archive = _archive_check(run)
+    assert archive["status"] == "fail" and copy.relative_to(root).as_posix() in archive["detail"]
+    assert archive["fix"] == "`memex index --check-archive` copies again those whose transcript is still on disk"
 
     checked.clear()  # doctor looked at every copy too
+    assert run("index", "--check-archive").exit_code == 0
+    assert checked == [root] and _zstd_d(copy) == source.read_bytes()
+    assert _archive_check(run)["status"] == "ok"
+
+    copy.unlink()
+    checked.clear()
+    assert run("index").exit_code == 0
+    assert checked == [] and not copy.exists()  # --check-archive just looked
+    conn = connect(config.db_path)
+    try:
+        more_than_a_day_ago = time.time_ns() - reader.CHECK_COPIES_EVERY_NS - 60 * 10**9
+        conn.execute("UPDATE archive_listings SET mtime_ns = ? WHERE folder = '/'", (more_than_a_day_ago,))
+        conn.commit()
+    finally:
+        conn.close()
+    checked.clear()
     assert run("index").exit_code == 0
     assert checked == [root] and _zstd_d(copy) == source.read_bytes()
-    doctor = {c["name"]: c for c in json.loads(run("doctor", "--json").stdout)["checks"]}
-    assert doctor["archive"]["status"] == "ok", doctor["archive"]
+    checked.clear()
+    assert run("index").exit_code == 0
+    assert checked == []  # the look was recorded: the next is a day away
+    assert _archive_check(run)["status"] == "ok"
     if not subagent:
         source.unlink()  # Claude Code's cleanupPeriodDays
         result = run("show", session_id[:8], "--raw")

@@ -28,12 +28,12 @@ from memex.store.archive import (
     ArchiveRow,
     archive_paths,
     archive_rows,
-    copies_checked,
+    copies_checked_at,
     copy_needed,
     listed_folders,
     mark_source_gone,
     save_archive_row,
-    save_copies_checked,
+    save_copies_checked_at,
     save_listed_folders,
 )
 from memex.store.db import make_private_folder, open_private, transaction
@@ -41,6 +41,8 @@ from memex.store.forget import forgotten_sessions
 
 # How old an archive folder's modification time must be to be trusted as a listing's (`register_found`).
 RECENT_NS = 2_000_000_000
+# How often `memex index` looks at every copy even though no folder it watches changed (`mark_lost_copies`).
+CHECK_COPIES_EVERY_NS = 86_400 * 10**9
 
 
 class ArchiveReader:
@@ -133,27 +135,6 @@ def folder_stamps(root: Path) -> dict[str, int]:
     return stamps
 
 
-def newest_folder(root: Path) -> int:
-    """The newest modification time of the archive folder, its agents' folders and their session folders.
-    Whatever is added to or removed from any of them sets that folder's time to now, newer than any value
-    trusted (`RECENT_NS`): a copy deleted changes only its session's folder, which `folder_stamps` does
-    not look at. A `stat` per session folder (relative to its agent's folder), no listing of one."""
-    newest = os.stat(root).st_mtime_ns
-    for agent in os.scandir(root):
-        if not agent.is_dir(follow_symlinks=False):
-            continue
-        newest = max(newest, agent.stat(follow_symlinks=False).st_mtime_ns)
-        fd = os.open(agent.path, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            with os.scandir(fd) as sessions:  # by descriptor: each entry's stat is relative to it
-                for session in sessions:
-                    if session.is_dir(follow_symlinks=False):
-                        newest = max(newest, session.stat(follow_symlinks=False).st_mtime_ns)
-        finally:
-            os.close(fd)
-    return newest
-
-
 def register_found(conn: sqlite3.Connection, config: Config) -> int:
     """Record the archive files the store does not know (a store rebuilt from scratch): their headers say
     what each is a copy of. Returns how many were recorded. Copies in a session folder the store already
@@ -204,24 +185,25 @@ def lost_copies(conn: sqlite3.Connection, root: Path) -> list[ArchiveRow]:
     return lost
 
 
-def mark_lost_copies(conn: sqlite3.Connection, config: Config) -> int:
+def mark_lost_copies(conn: sqlite3.Connection, config: Config, *, thorough: bool = False) -> int:
     """Make pending again the streams whose recorded copy is gone or cut short while their transcript is
     still on disk (the archive folder deleted, a store restored without it, one copy deleted), so the run
-    that follows copies them anew. Returns how many. Looked at only when a folder of the archive changed
-    since every copy was last found whole (`newest_folder`: a `stat` per session folder), or the archive
-    folder is gone; then a `stat` per copy."""
+    that follows copies them anew. Returns how many. Every copy is looked at (a `stat` each) when the
+    archive's or an agent's folder changed since the store last listed them (a `stat` per agent folder),
+    the archive folder is gone, the last such look is older than `CHECK_COPIES_EVERY_NS`, or `thorough`
+    (`memex index --check-archive`). A copy deleted inside its session's folder changes that folder's
+    time only: a `stat` per session folder on every run would find it at once, for twice the run's calls."""
     root = archive_root(config)
-    newest = newest_folder(root) if root.is_dir() else None
-    if newest is not None and newest == copies_checked(conn):
-        return 0
+    started = time.time_ns()  # before the look: a copy lost meanwhile is looked for next time
+    if not thorough and root.is_dir() and folder_stamps(root) == listed_folders(conn):
+        checked = copies_checked_at(conn)
+        if checked is not None and 0 <= started - checked < CHECK_COPIES_EVERY_NS:
+            return 0
     lost = [(row.session_id, row.agent_id) for row in lost_copies(conn, root) if row.source_gone_at is None]
     with transaction(conn):
         if lost:
-            copy_needed(conn, lost)
-        # Those lost are pending (until copied): the others were whole. A folder changed within the file
-        # system's timestamp granularity could change again unseen at the same time: only older is trusted.
-        if newest is not None and newest < time.time_ns() - RECENT_NS:
-            save_copies_checked(conn, newest)
+            copy_needed(conn, lost)  # pending until copied: the others were whole
+        save_copies_checked_at(conn, started)
     return len(lost)
 
 
