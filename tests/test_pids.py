@@ -69,9 +69,10 @@ def dead_pid() -> int:
 
 
 def write_pids(home: Path, pid: int) -> None:
-    for name in (PID_FILE, "warm.pid"):
-        (home / name).write_text(str(pid))
-        (home / name).chmod(0o644)
+    config = load_config({"MEMEX_HOME": str(home)})
+    for path in (home / PID_FILE, warm.pid_path(home, warm.server_key(config))):
+        path.write_text(str(pid))
+        path.chmod(0o644)
 
 
 def test_a_process_of_another_user_is_no_daemon_or_server_for_every_check(shared_home: Path) -> None:
@@ -81,7 +82,7 @@ def test_a_process_of_another_user_is_no_daemon_or_server_for_every_check(shared
     write_pids(shared_home, pid)
     config = load_config({"MEMEX_HOME": str(shared_home)})
     assert as_another_user(lambda: not daemon_running(shared_home))
-    assert as_another_user(lambda: warm.server_pid(config) is None)
+    assert as_another_user(lambda: warm.server_pid(config) is None and not warm.servers(shared_home))
     assert as_another_user(lambda: doctor.check_daemon(config).status == "info")
     assert as_another_user(lambda: doctor.check_warm(config).status == "info")
 

@@ -137,10 +137,14 @@ class Memex:
 
     # --- index and embed ------------------------------------------------------------------------------
 
-    def discover(self, paths: Sequence[Path] = (), agents: Sequence[str] = ()) -> Discovery:
+    def discover(
+        self, paths: Sequence[Path] = (), agents: Sequence[str] = (), *, check_archive: bool = False
+    ) -> Discovery:
         """The transcripts under `paths` (files or folders), or under the agents' default folders when none
         is given; only those of `agents` (default: every agent). With a store, the files it holds at their
-        very size and time go to `unchanged` instead (only stat'ed: `memex.sources.files.Sieve`)."""
+        very size and time go to `unchanged` instead (only stat'ed: `memex.sources.files.Sieve`).
+        `check_archive`: look at every archived copy now, and make pending those lost whose transcript is
+        still on disk (`memex.archive.reader.mark_lost_copies`)."""
         from memex.ingest.indexer import default_roots, discover, sieve_known
         from memex.ingest.state import stored_streams, stored_streams_at
         from memex.sources import ADAPTERS
@@ -156,6 +160,8 @@ class Memex:
         conn = self._existing_conn()
         unchanged: set[str] = set()
         if paths and not any(p.is_dir() for p in paths):
+            if check_archive and conn is not None:
+                self._mark_lost_copies(conn, thorough=True)  # copied by the next run that walks their folders
             # Files named (the Stop hook's, a re-index of one file): only their rows are read, by path; a
             # walk over the whole store's rows would cost more than reading the files.
             transcripts = discover(roots, skipped)
@@ -163,11 +169,10 @@ class Memex:
         else:
             # What the store holds: the files found as it holds them are counted, never read.
             known = stored_streams(conn) if conn is not None else None
+            if conn is not None and known:
+                # Before the sieve: the transcripts of the copies lost are read to copy them.
+                self._mark_lost_copies(conn, thorough=check_archive)
             archive = bool(self.config.archive_enabled)
-            if archive and conn is not None and known and self.writable:
-                from memex.archive.reader import mark_lost_copies
-
-                mark_lost_copies(conn, self.config)  # before the sieve: their transcripts are read to copy them
             sieve = sieve_known(conn, known, archive) if conn is not None and known else None
             transcripts = discover(roots, skipped, sieve, unchanged)
         found = Discovery(roots, transcripts, skipped, [], defaults=not paths, unchanged=unchanged, known=known)
@@ -182,6 +187,13 @@ class Memex:
         reason = "not a transcript of any agent memex reads" if every else f"not a transcript of {' or '.join(chosen)}"
         found.refused = [Skipped(p, reason) for p in paths if not p.is_dir() and safe_resolve(p) not in claimed]
         return found
+
+    def _mark_lost_copies(self, conn: sqlite3.Connection, *, thorough: bool) -> None:
+        """Make pending the streams whose archived copy is lost (`memex.archive.reader.mark_lost_copies`)."""
+        if self.config.archive_enabled and self.writable:
+            from memex.archive.reader import mark_lost_copies
+
+            mark_lost_copies(conn, self.config, thorough=thorough)
 
     def index(
         self,

@@ -123,10 +123,14 @@ def _missing_programs(commands: list[str]) -> list[str]:
 def check_warm(config: Config) -> Check:
     from memex.hooks import warm
 
-    pid = warm.server_pid(config)
-    if pid is None:
+    live = warm.servers(config.home)
+    if not live:
         return Check("warm server", "info", "not running (a prompt starts it when hooks are installed)")
-    return Check("warm server", "ok", f"running (pid {pid})")
+    pid = live.pop(warm.server_key(config), None)
+    shown = [f"pid {pid}"] if pid else ["none for these settings"]
+    if live:  # started by hooks run with other MEMEX_* settings (another shell, another agent)
+        shown.append(f"{len(live)} for other settings (pid {', '.join(map(str, live.values()))})")
+    return Check("warm server", "ok", f"running ({'; '.join(shown)})")
 
 
 def check_daemon(config: Config) -> Check:
@@ -235,7 +239,7 @@ def check_archive(config: Config, conn: sqlite3.Connection | None) -> Check:
             "archive",
             "fail",
             f"{detail}; {len(damaged)} copies missing or cut short: {damaged[0]}",
-            "`memex index` copies again those whose transcript is still on disk",
+            "`memex index --check-archive` copies again those whose transcript is still on disk",
         )
     if not config.archive_enabled:
         return Check("archive", "warn", f"turned off (archive_enabled = 0); {detail}", "set archive_enabled = 1")

@@ -7,6 +7,7 @@ import io
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -276,7 +277,7 @@ def test_only_session_folders_the_store_does_not_know_are_listed(tmp_path: Path)
 
 def _age(root: Path) -> None:
     """Make the archive's folders look untouched for an hour (listings of recent folders are not trusted)."""
-    for folder in [root, *(p for p in root.iterdir() if p.is_dir())]:
+    for folder in [root, *(p for p in root.rglob("*") if p.is_dir())]:
         old = folder.stat().st_mtime_ns - 3600 * 10**9
         os.utime(folder, ns=(old, old))
 
@@ -371,7 +372,7 @@ def test_an_archive_folder_deleted_is_copied_again_by_the_next_index(
     shutil.rmtree(root)
 
     doctor = {c["name"]: c for c in json.loads(run("doctor", "--json").stdout)["checks"]}
-    assert doctor["archive"]["status"] == "fail" and "`memex index`" in (doctor["archive"]["fix"] or "")
+    assert doctor["archive"]["status"] == "fail" and "`memex index" in (doctor["archive"]["fix"] or "")
 
     assert run("index").exit_code == 0
     assert _zstd_d(_copy(config, SLAY_ID)) == SLAY.read_bytes()
@@ -380,3 +381,83 @@ def test_an_archive_folder_deleted_is_copied_again_by_the_next_index(
     target.unlink()  # Claude Code's cleanupPeriodDays
     result = run("show", SLAY_ID[:8], "--raw")
     assert result.exit_code == 0 and result.stdout_bytes == SLAY.read_bytes()
+
+
+def _archive_check(run) -> dict:  # type: ignore[no-untyped-def]
+    """`memex doctor`'s archive check."""
+    return {c["name"]: c for c in json.loads(run("doctor", "--json").stdout)["checks"]}["archive"]
+
+
+@pytest.mark.parametrize("subagent", [False, True])
+def test_one_copy_deleted_is_copied_again_by_a_check_of_every_copy(
+    run, config: Config, tmp_path: Path, subagent: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One copy deleted inside its session's folder (only that folder's time changes): a plain `memex index`
+    within a day of the last look at every copy does not look again (a `stat` per copy), and `memex doctor`
+    names the copy with the fix; `memex index --check-archive` makes it again, and so does a plain
+    `memex index` once the last look is more than a day old."""
+    projects = tmp_path / "claude-projects"
+    shutil.copytree(HILLVIEW, projects / HILLVIEW.name)
+    assert run("index").exit_code == 0
+    conn = connect(config.db_path)
+    try:
+        if subagent:  # a subagent's copy, beside its session's main one
+            row = conn.execute("SELECT session_id, agent_id FROM archive_streams WHERE agent_id != '' LIMIT 1")
+        else:
+            row = conn.execute("SELECT session_id, agent_id FROM archive_streams WHERE agent_id = '' LIMIT 1")
+        session_id, agent_id = row.fetchone()
+        source = Path(archive_row(conn, session_id, agent_id).source_path)  # type: ignore[union-attr]
+    finally:
+        conn.close()
+    root = archive_root(config)
+    _age(root)
+    assert run("index").exit_code == 0  # lists the archive once more, and remembers its folders
+    checked: list[Path] = []
+    real = reader.lost_copies
+
+    def counted(conn: object, folder: Path) -> list:
+        checked.append(folder)
+        return real(conn, folder)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(reader, "lost_copies", counted)
+    assert run("index").exit_code == 0
+    assert checked == []  # nothing changed: no copy is looked at
+    copy = _copy(config, session_id, agent_id)
+    assert copy.parent.parent.parent == root
+    agent_folder_before = copy.parent.parent.stat().st_mtime_ns
+    copy.unlink()
+    assert copy.parent.parent.stat().st_mtime_ns == agent_folder_before  # only the session's folder changed
+
+    assert run("index").exit_code == 0
+    assert checked == [] and not copy.exists()  # within the day: the copies are not looked at
+    archive = _archive_check(run)
+    assert archive["status"] == "fail" and copy.relative_to(root).as_posix() in archive["detail"]
+    assert archive["fix"] == "`memex index --check-archive` copies again those whose transcript is still on disk"
+
+    checked.clear()  # doctor looked at every copy too
+    assert run("index", "--check-archive").exit_code == 0
+    assert checked == [root] and _zstd_d(copy) == source.read_bytes()
+    assert _archive_check(run)["status"] == "ok"
+
+    copy.unlink()
+    checked.clear()
+    assert run("index").exit_code == 0
+    assert checked == [] and not copy.exists()  # --check-archive just looked
+    conn = connect(config.db_path)
+    try:
+        more_than_a_day_ago = time.time_ns() - reader.CHECK_COPIES_EVERY_NS - 60 * 10**9
+        conn.execute("UPDATE archive_listings SET mtime_ns = ? WHERE folder = '/'", (more_than_a_day_ago,))
+        conn.commit()
+    finally:
+        conn.close()
+    checked.clear()
+    assert run("index").exit_code == 0
+    assert checked == [root] and _zstd_d(copy) == source.read_bytes()
+    checked.clear()
+    assert run("index").exit_code == 0
+    assert checked == []  # the look was recorded: the next is a day away
+    assert _archive_check(run)["status"] == "ok"
+    if not subagent:
+        source.unlink()  # Claude Code's cleanupPeriodDays
+        result = run("show", session_id[:8], "--raw")
+        assert result.exit_code == 0 and result.stdout_bytes == _zstd_d(copy)

@@ -6,13 +6,15 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from hooktools import PAST, build_corpus, context, hook, prompt_event, runs
+from hooktools import MEMEX, PAST, build_corpus, context, hook, prompt_event, runs
+from memex import doctor
 from memex.api import Memex
 from memex.config import Config, load_config
 from memex.hooks import warm
@@ -49,6 +51,10 @@ def server(corpus, home: Path):
     yield instance, thread, config
     instance.stopping.set()
     thread.join(10)
+
+
+def sock(config: Config) -> Path:
+    return warm.socket_path(config.home, warm.server_key(config))
 
 
 def cold_text(config: Config, request: dict) -> str:
@@ -94,16 +100,26 @@ def test_outdated_client_or_server_stops_it(server) -> None:
     finally:
         successor.stopping.set()
         follower.join(5)
-    assert not warm.socket_path(config.home).exists()
+    assert not sock(config).exists()
 
 
 def test_settings_change_stops_it(server) -> None:
-    _, thread, config = server
+    """An edit of `config.toml` that changes the server's settings retires it: no hook asks for them now."""
+    instance, thread, config = server
     config.config_file.write_text("recall_max_hits = 2\n")
-    # A hook loads its settings afresh: the edited file's differ from the server's.
-    assert warm.ask(load_config(), "recall", {"prompt": PROMPT}).reason == "stale"
+    # A hook loads its settings afresh: the edited file's are another server's.
+    edited = load_config()
+    assert warm.server_key(edited) != instance.key
+    assert warm.ask(edited, "recall", {"prompt": PROMPT}).reason == "absent"
     thread.join(5)
-    assert not thread.is_alive()
+    assert not thread.is_alive() and not sock(config).exists()
+
+
+def test_an_edit_that_keeps_the_settings_keeps_the_server(server) -> None:
+    _, thread, config = server
+    config.config_file.write_text("# a comment only\n")
+    time.sleep(3 * warm.TICK_SECONDS)
+    assert thread.is_alive() and warm.ask(load_config(), "ping", {}).answer is not None
 
 
 def test_idle_server_exits(corpus, home: Path) -> None:
@@ -113,13 +129,13 @@ def test_idle_server_exits(corpus, home: Path) -> None:
     thread.start()
     assert wait_for(lambda: warm.ask(config, "ping", {}).answer is not None)
     thread.join(6)
-    assert not thread.is_alive() and not warm.socket_path(config.home).exists()
+    assert not thread.is_alive() and not sock(config).exists()
     assert warm.ask(config, "ping", {}).reason == "absent"
 
 
 def test_bad_requests_get_errors(server) -> None:
     _, _, config = server
-    path = warm.socket_path(config.home)
+    path = sock(config)
     for data in (b"not json\n", b"[1]\n", json.dumps({"v": warm.code_stamp(), "op": "nope"}).encode() + b"\n"):
         client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         client.connect(str(path))
@@ -132,7 +148,7 @@ def test_bad_requests_get_errors(server) -> None:
 
 def test_stale_socket_file_is_refused(corpus, home: Path) -> None:
     config = load_config()
-    path = warm.socket_path(config.home)
+    path = sock(config)
     path.parent.mkdir(parents=True, exist_ok=True)
     leftover = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     leftover.bind(str(path))
@@ -143,9 +159,10 @@ def test_stale_socket_file_is_refused(corpus, home: Path) -> None:
 
 def test_long_home_puts_the_socket_in_the_temp_folder(tmp_path: Path) -> None:
     home = tmp_path / ("x" * 120)
-    path = warm.socket_path(home)
+    path = warm.socket_path(home, "a1")
     assert len(str(path)) < 108 and path.name.endswith(".sock") and str(os.getuid()) in path.parent.name
-    assert warm.socket_path(home) == path and warm.socket_path(tmp_path / "y" / ("x" * 120)) != path
+    assert warm.socket_path(home, "a1") == path and warm.socket_path(tmp_path / "y" / ("x" * 120), "a1") != path
+    assert warm.socket_path(home, "b2") != path  # one server per settings, also there
 
 
 def test_prompt_hook_starts_the_server_and_then_uses_it(corpus, home: Path, monkeypatch) -> None:
@@ -171,35 +188,44 @@ def test_prompt_hook_starts_the_server_and_then_uses_it(corpus, home: Path, monk
     assert wait_for(lambda: warm.server_pid(config) is None)
 
 
-def test_prompt_hook_with_other_settings_is_not_answered_by_the_server(corpus, home: Path, monkeypatch) -> None:
-    """A server started with one MEMEX_* environment never answers a hook run with another: that hook
-    answers cold with its own settings, the server stops, and the next server serves the new settings."""
+def memex_cli(*args: str) -> str:
+    result = subprocess.run([str(MEMEX), *args], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_two_settings_each_have_their_own_warm_server(corpus, home: Path, monkeypatch) -> None:
+    """Two shells (or two Claude Code instances) with other MEMEX_* settings alternate prompts: after each
+    one's first prompt both are answered warm, with their own settings, and neither server replaces the other.
+    Doctor and `memex hooks status` see both; `memex hooks shutdown` stops both."""
     monkeypatch.setenv("MEMEX_WARM_IDLE_SECONDS", "60")
     event = prompt_event(corpus["current"], PROMPT)
-    config = load_config()
-    hook("UserPromptSubmit", event)
+    wide, narrow = dict(os.environ), {**os.environ, "MEMEX_RECALL_MAX_HITS": "1"}
+    configs = {"wide": load_config(wide), "narrow": load_config(narrow)}
+    hits = {"wide": 2, "narrow": 1}
     try:
-        assert wait_for(lambda: warm.ask(config, "ping", {}).answer is not None)
-        first_pid = warm.server_pid(config)
-        assert first_pid
-        hook("UserPromptSubmit", event)
-        assert runs(home)[-1]["path"] == "warm" and runs(home)[-1]["hits"] == 2
-        # The user narrows recall for this shell only: the server started before must not answer.
-        narrowed = {**os.environ, "MEMEX_RECALL_MAX_HITS": "1"}
-        assert context(hook("UserPromptSubmit", event, env=narrowed), "UserPromptSubmit")
-        assert runs(home)[-1]["path"] == "cold" and runs(home)[-1]["hits"] == 1
-        assert runs(home)[-1]["warm"] == "stale"
-        # The stale server stops; the one the hook started in its place serves the narrowed settings.
-        assert wait_for(lambda: warm.server_pid(config) not in (None, first_pid))
-        assert wait_for(lambda: hook("UserPromptSubmit", event, env=narrowed) and runs(home)[-1]["path"] == "warm")
-        assert runs(home)[-1]["hits"] == 1
-        # And a hook with the first settings is not answered by the narrowed server either.
-        hook("UserPromptSubmit", event)
-        assert runs(home)[-1]["path"] == "cold" and runs(home)[-1]["hits"] == 2
-    finally:
+        for name, env in (("wide", wide), ("narrow", narrow)):
+            assert context(hook("UserPromptSubmit", event, env=env), "UserPromptSubmit")
+            assert runs(home)[-1]["path"] == "cold" and runs(home)[-1]["warm"] == "absent"
+            assert wait_for(lambda c=configs[name]: warm.ask(c, "ping", {}).answer is not None)
+        pids = {name: warm.server_pid(config) for name, config in configs.items()}
+        assert None not in pids.values() and pids["wide"] != pids["narrow"]
         for _ in range(2):
+            for name, env in (("wide", wide), ("narrow", narrow)):
+                assert context(hook("UserPromptSubmit", event, env=env), "UserPromptSubmit")
+                assert runs(home)[-1]["path"] == "warm" and runs(home)[-1]["hits"] == hits[name]
+        assert {name: warm.server_pid(config) for name, config in configs.items()} == pids
+        assert warm.servers(home) == {warm.server_key(c): pids[n] for n, c in configs.items()}
+        check = doctor.check_warm(configs["wide"])
+        assert check.status == "ok" and str(pids["wide"]) in check.detail and str(pids["narrow"]) in check.detail
+        status = json.loads(memex_cli("hooks", "status", "--json"))["warm_server"]
+        assert status["pid"] == pids["wide"] and [other["pid"] for other in status["others"]] == [pids["narrow"]]
+        assert memex_cli("hooks", "shutdown").strip() == "2 warm servers stopped."
+        assert wait_for(lambda: not warm.servers(home))
+        assert all(not sock(config).exists() for config in configs.values())
+    finally:
+        for config in configs.values():
             pid = warm.server_pid(config)
-            if pid and warm.ask(config, "shutdown", {}).answer is None:
+            if pid:
                 os.kill(pid, signal.SIGTERM)
-            wait_for(lambda: warm.server_pid(config) is None)
-    assert wait_for(lambda: warm.server_pid(config) is None)
+    assert memex_cli("hooks", "shutdown").strip() == "no warm server was running."

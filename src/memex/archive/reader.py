@@ -28,10 +28,12 @@ from memex.store.archive import (
     ArchiveRow,
     archive_paths,
     archive_rows,
+    copies_checked_at,
     copy_needed,
     listed_folders,
     mark_source_gone,
     save_archive_row,
+    save_copies_checked_at,
     save_listed_folders,
 )
 from memex.store.db import make_private_folder, open_private, transaction
@@ -39,6 +41,8 @@ from memex.store.forget import forgotten_sessions
 
 # How old an archive folder's modification time must be to be trusted as a listing's (`register_found`).
 RECENT_NS = 2_000_000_000
+# How often `memex index` looks at every copy even though no folder it watches changed (`mark_lost_copies`).
+CHECK_COPIES_EVERY_NS = 86_400 * 10**9
 
 
 class ArchiveReader:
@@ -181,18 +185,25 @@ def lost_copies(conn: sqlite3.Connection, root: Path) -> list[ArchiveRow]:
     return lost
 
 
-def mark_lost_copies(conn: sqlite3.Connection, config: Config) -> int:
+def mark_lost_copies(conn: sqlite3.Connection, config: Config, *, thorough: bool = False) -> int:
     """Make pending again the streams whose recorded copy is gone or cut short while their transcript is
-    still on disk (the archive folder deleted, or a store restored without it), so the run that follows
-    copies them anew. Returns how many. Looked at only when the archive's folders changed since the store
-    last listed them, or the archive folder is gone (a `stat` per agent folder); then a `stat` per copy."""
+    still on disk (the archive folder deleted, a store restored without it, one copy deleted), so the run
+    that follows copies them anew. Returns how many. Every copy is looked at (a `stat` each) when the
+    archive's or an agent's folder changed since the store last listed them (a `stat` per agent folder),
+    the archive folder is gone, the last such look is older than `CHECK_COPIES_EVERY_NS`, or `thorough`
+    (`memex index --check-archive`). A copy deleted inside its session's folder changes that folder's
+    time only: a `stat` per session folder on every run would find it at once, for twice the run's calls."""
     root = archive_root(config)
-    if root.is_dir() and folder_stamps(root) == listed_folders(conn):
-        return 0
+    started = time.time_ns()  # before the look: a copy lost meanwhile is looked for next time
+    if not thorough and root.is_dir() and folder_stamps(root) == listed_folders(conn):
+        checked = copies_checked_at(conn)
+        if checked is not None and 0 <= started - checked < CHECK_COPIES_EVERY_NS:
+            return 0
     lost = [(row.session_id, row.agent_id) for row in lost_copies(conn, root) if row.source_gone_at is None]
-    if lost:
-        with transaction(conn):
-            copy_needed(conn, lost)
+    with transaction(conn):
+        if lost:
+            copy_needed(conn, lost)  # pending until copied: the others were whole
+        save_copies_checked_at(conn, started)
     return len(lost)
 
 

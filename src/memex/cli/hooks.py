@@ -118,8 +118,15 @@ def status_command(app: App, project_dir: Path | None, settings_file: Path | Non
         places.append(
             {"scope": scope, "settings": str(path), "exists": path.exists(), "events": events, "error": error}
         )
-    pid = warm.server_pid(app.config)
-    server = {"running": pid is not None, "pid": pid, "socket": str(warm.socket_path(app.config.home))}
+    key = warm.server_key(app.config)
+    live = warm.servers(app.config.home)
+    pid = live.get(key)
+    socket_path = str(warm.socket_path(app.config.home, key))
+    # This shell's settings' server first; others serve shells or agents run with other MEMEX_* settings.
+    others = [
+        {"pid": other, "socket": str(warm.socket_path(app.config.home, k))} for k, other in live.items() if k != key
+    ]
+    server = {"running": pid is not None, "pid": pid, "socket": socket_path, "others": others}
     recent = log.recent(app.config.home, runs) if runs else []
     if as_json:
         app.emit_json(
@@ -144,6 +151,9 @@ def status_command(app: App, project_dir: Path | None, settings_file: Path | Non
         out.print(f"command: {command}")
     server_state = f"running (pid {pid})" if pid else "not running (starts on the next prompt)"
     out.print(f"warm server: {server_state} · socket {server['socket']}")
+    if others:
+        pids = ", ".join(str(other["pid"]) for other in others)
+        out.print(f"other warm servers (other MEMEX_* settings): {len(others)} (pid {pids})")
     if not recent:
         out.print(styled("No hook runs logged yet.", "dim"))
         return
@@ -172,15 +182,18 @@ def serve_command(app: App, idle: int | None) -> None:
     """Run the warm recall server in the foreground (hooks start it on demand; this is for inspection)."""
     server = warm.WarmServer(app.config, idle)
     if not server.serve():
-        app.err.print("memex: a warm server is already running for this MEMEX_HOME.")
+        app.err.print("memex: a warm server is already running for this MEMEX_HOME and these settings.")
 
 
 @hooks_group.command("shutdown")
 @click.pass_obj
 def shutdown_command(app: App) -> None:
-    """Stop the warm recall server (the next prompt starts a new one)."""
-    reply = warm.ask(app.config, "shutdown", {})
-    app.out.print("warm server stopped." if reply.answer else f"no warm server answered ({reply.reason}).")
+    """Stop the warm recall servers of this MEMEX_HOME, whatever their settings (the next prompt starts one)."""
+    stopped = warm.shutdown_all(app.config)
+    if not stopped:
+        app.out.print("no warm server was running.")
+    else:
+        app.out.print("warm server stopped." if len(stopped) == 1 else f"{len(stopped)} warm servers stopped.")
 
 
 @click.command("hook", hidden=True, context_settings={"ignore_unknown_options": True})

@@ -46,6 +46,12 @@ PROGRESS_STEP_BYTES = 4 * 1_048_576
     "--workers", type=count_type(), help="Processes parsing transcripts in a backfill (default: index_workers)."
 )
 @click.option("--no-embed", is_flag=True, help="Only index; leave the vectors to `memex embed` (or the daemon).")
+@click.option(
+    "--check-archive",
+    is_flag=True,
+    help="Look at every archived copy and copy again those lost whose transcript is still on disk "
+    "(otherwise done once a day, or when an archive folder changed).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_obj
 def index_command(
@@ -55,6 +61,7 @@ def index_command(
     everything: bool,
     workers: int | None,
     no_embed: bool,
+    check_archive: bool,
     as_json: bool,
 ) -> None:
     """Index transcripts: the agents' default folders, or the files and folders given as PATHS.
@@ -75,7 +82,7 @@ def index_command(
     memex = app.memex(readonly=False)
     for old, moved in memex.follow_rename().items():
         app.say("note", f"this computer was {old!r}, now {app.config.computer!r}: {moved} sessions follow the new name")
-    found = memex.discover(paths, agents)
+    found = memex.discover(paths, agents, check_archive=check_archive)
     with byte_progress(app.err, 0, "Indexing") as progress:
         task = progress.task_ids[0]
         unchanged = [0]  # bytes of unchanged files not yet shown: they move the bar in steps

@@ -4,13 +4,16 @@ A prompt hook is a new process each time; without help it pays for its imports a
 connection (and, once embeddings exist, for loading the model) on every prompt. The warm server keeps
 all of that in memory. It is started on demand: a hook that finds no server spawns one, detached, and
 answers that prompt itself (the cold path). The server exits after `warm_idle_seconds` without a request,
-when a client runs other code or other settings, or when another server took its socket.
+when a client runs other code, when an edit of `config.toml` changed its settings, or when another server
+took its socket.
 
-Settings: a client sends the fingerprint of its effective configuration (defaults < `config.toml` <
-MEMEX_* variables, `settings_stamp`), and a server answers only a client whose settings are its own. A hook
-run with another environment (`MEMEX_RECALL_MAX_HITS=1` in one shell) or after an edit of `config.toml` is
-told `stale`: it answers cold with its own settings, and the server stops so that the one the hook starts
-in its place serves them (as the daemon compares its settings with a reloaded `config.toml`'s).
+Settings: there is one server per fingerprint of the effective configuration (defaults < `config.toml` <
+MEMEX_* variables, `settings_stamp`): its socket, lock and pid file are named after the fingerprint
+(`warm-<key>.sock`), so two shells or two Claude Code instances whose MEMEX_* environment differs each
+have their own server instead of replacing each other's at every prompt (each then paying a cold start).
+A server still checks the fingerprint a client sends (`stale` on a mismatch), and it stops by itself when
+`config.toml` changes its settings: no client asks for them any more (as the daemon compares its settings
+with a reloaded `config.toml`'s). Servers for other environments exit on their idle timeout.
 
 Protocol: one JSON line in (`{"v": stamp, "s": settings, "op": ..., "payload": {...}}`), one JSON line out
 (`{"ok": true, ...}` or `{"ok": false, "error": ...}`). Operations are registered in `OPERATIONS`, so
@@ -37,7 +40,9 @@ from memex.config import Config
 if TYPE_CHECKING:
     import sqlite3
 
-SOCKET_NAME = "warm.sock"
+# The files of one settings' server are `warm-<key>.{sock,lock,pid}`, the key a prefix of the fingerprint.
+PREFIX = "warm-"
+KEY_CHARS = 12
 # A Unix socket path must fit in sun_path (108 bytes on Linux, 104 on macOS).
 MAX_SOCKET_PATH = 100
 MAX_REQUEST_BYTES = 4 * 1_048_576
@@ -47,25 +52,30 @@ WORKERS = 4
 TICK_SECONDS = 1.0
 
 
-def socket_path(home: Path) -> Path:
-    """`$MEMEX_HOME/warm.sock`, or a private per-user folder in the temp dir when that path is too long."""
-    path = home / SOCKET_NAME
+def server_key(config: Config) -> str:
+    """Which server serves these settings: a short prefix of their fingerprint, in its file names."""
+    return settings_stamp(config)[:KEY_CHARS]
+
+
+def socket_path(home: Path, key: str) -> Path:
+    """`$MEMEX_HOME/warm-<key>.sock`, or a private per-user folder in the temp dir when that is too long."""
+    path = home / f"{PREFIX}{key}.sock"
     if len(str(path).encode()) <= MAX_SOCKET_PATH:
         return path
     import tempfile
 
     from memex.digest import blake2b
 
-    digest = blake2b(str(home).encode(), digest_size=8).hexdigest()
+    digest = blake2b(f"{home}\0{key}".encode(), digest_size=8).hexdigest()
     return Path(tempfile.gettempdir()) / f"memex-{os.getuid()}" / f"{digest}.sock"
 
 
-def _lock_path(home: Path) -> Path:
-    return home / "warm.lock"
+def _lock_path(home: Path, key: str) -> Path:
+    return home / f"{PREFIX}{key}.lock"
 
 
-def _pid_path(home: Path) -> Path:
-    return home / "warm.pid"
+def pid_path(home: Path, key: str) -> Path:
+    return home / f"{PREFIX}{key}.pid"
 
 
 def code_stamp() -> str:
@@ -87,6 +97,14 @@ def settings_stamp(config: Config) -> str:
     return blake2b(repr(config).encode(), digest_size=16).hexdigest()
 
 
+def _file_state(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
 # --- client ----------------------------------------------------------------------------------------
 
 
@@ -104,12 +122,19 @@ class Reply:
 
 
 def ask(config: Config, op: str, payload: dict[str, Any], stamp: str | None = None) -> Reply:
-    """Send one request to the warm server; never raises, never waits longer than the configured timeouts."""
-    path = socket_path(config.home)
+    """Send one request to the warm server of these settings; never raises, never waits longer than the
+    configured timeouts."""
+    settings = settings_stamp(config)
+    return _exchange(config, socket_path(config.home, settings[:KEY_CHARS]), settings, op, payload, stamp)
+
+
+def _exchange(
+    config: Config, path: Path, settings: str, op: str, payload: dict[str, Any], stamp: str | None = None
+) -> Reply:
     if not path.exists():
         return Reply(None, "absent")
     version = stamp or code_stamp()
-    request = json.dumps({"v": version, "s": settings_stamp(config), "op": op, "payload": payload}).encode() + b"\n"
+    request = json.dumps({"v": version, "s": settings, "op": op, "payload": payload}).encode() + b"\n"
     client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         client.settimeout(config.warm_connect_timeout_ms / 1000)
@@ -166,10 +191,33 @@ def spawn(config: Config, environ: dict[str, str] | None = None) -> bool:
 
 
 def server_pid(config: Config) -> int | None:
-    """The pid of the live warm server of this MEMEX_HOME, or None."""
+    """The pid of the live warm server of these settings, or None."""
     from memex.pids import live_pid
 
-    return live_pid(_pid_path(config.home))
+    return live_pid(pid_path(config.home, server_key(config)))
+
+
+def servers(home: Path) -> dict[str, int]:
+    """Every live warm server of this MEMEX_HOME (one per settings in use): its key and its pid."""
+    from memex.pids import live_pid
+
+    found = {}
+    for path in sorted(home.glob(f"{PREFIX}*.pid")):
+        pid = live_pid(path)
+        if pid is not None:
+            found[path.stem[len(PREFIX) :]] = pid
+    return found
+
+
+def shutdown_all(config: Config) -> list[int]:
+    """Ask every warm server of this MEMEX_HOME to stop (whatever its settings); the pids that agreed."""
+    stopped = []
+    for key in servers(config.home):
+        # `shutdown` is answered whatever the client's code and settings.
+        reply = _exchange(config, socket_path(config.home, key), "", "shutdown", {})
+        if reply.answer is not None:
+            stopped.append(int(reply.answer.get("pid") or 0))
+    return stopped
 
 
 # --- server ----------------------------------------------------------------------------------------
@@ -191,17 +239,20 @@ def operation(name: str) -> Callable[[Operation], Operation]:
 
 
 class WarmServer:
-    """One MEMEX_HOME's server: a socket, a few worker threads, one store connection per thread."""
+    """The server of one MEMEX_HOME and settings: a socket, a few worker threads, one store connection per
+    thread."""
 
     def __init__(self, config: Config, idle_seconds: float | None = None) -> None:
         self.config = config
         self.idle_seconds = config.warm_idle_seconds if idle_seconds is None else idle_seconds
         self.stamp = code_stamp()
-        self.path = socket_path(config.home)
+        self.settings = settings_stamp(config)
+        self.key = self.settings[:KEY_CHARS]
+        self.path = socket_path(config.home, self.key)
+        self.config_seen = _file_state(config.config_file)
         self.last_activity = time.monotonic()
         self.stopping = threading.Event()
         self.local = threading.local()
-        self.settings = settings_stamp(config)
         self.busy = 0
         self.busy_lock = threading.Lock()
         self.requests = 0
@@ -224,12 +275,12 @@ class WarmServer:
         return self.local.conn
 
     def serve(self) -> bool:
-        """Run until idle or stopped; False when another server already holds this MEMEX_HOME."""
+        """Run until idle or stopped; False when another server already serves these settings."""
         import fcntl
 
         home = self.config.home
         home.mkdir(parents=True, exist_ok=True)
-        lock = os.open(_lock_path(home), os.O_RDWR | os.O_CREAT, 0o600)
+        lock = os.open(_lock_path(home, self.key), os.O_RDWR | os.O_CREAT, 0o600)
         # A server that is stopping (outdated) releases the lock within a tick: wait that long for it.
         deadline = time.monotonic() + 3 * TICK_SECONDS
         while True:
@@ -255,7 +306,7 @@ class WarmServer:
             listener.listen(16)
             listener.settimeout(TICK_SECONDS)
             identity = os.stat(self.path).st_ino
-            _pid_path(home).write_text(str(os.getpid()))
+            pid_path(home, self.key).write_text(str(os.getpid()))
             self._loop(listener, identity)
         finally:
             listener.close()
@@ -263,8 +314,8 @@ class WarmServer:
                 if os.stat(self.path).st_ino == identity:
                     self.path.unlink()
             with contextlib.suppress(OSError):
-                if _pid_path(home).read_text().strip() == str(os.getpid()):
-                    _pid_path(home).unlink()
+                if pid_path(home, self.key).read_text().strip() == str(os.getpid()):
+                    pid_path(home, self.key).unlink()
             os.close(lock)
         return True
 
@@ -279,6 +330,8 @@ class WarmServer:
                 except TimeoutError:
                     idle = time.monotonic() - self.last_activity
                     if (self.idle_seconds and idle > self.idle_seconds and not self.busy) or not self._owns(identity):
+                        break
+                    if self._settings_changed():
                         break
                     continue
                 self.last_activity = time.monotonic()
@@ -295,6 +348,21 @@ class WarmServer:
             conn = self.store()
             if conn is not None:
                 vector_index(self.config, "turn", embedder.dimension).sync(conn)
+
+    def _settings_changed(self) -> bool:
+        """True when `config.toml` was edited so that this process's settings are no longer the server's:
+        no client would ask it again. One stat a tick; the file is read only when it changed."""
+        seen = _file_state(self.config.config_file)
+        if seen == self.config_seen:
+            return False
+        self.config_seen = seen
+        from memex.config import load_config
+
+        try:
+            current = load_config({**os.environ, "MEMEX_HOME": str(self.config.home)})
+        except Exception:  # an unreadable file: the hooks answer cold with an error until it is fixed
+            return True
+        return settings_stamp(current) != self.settings
 
     def _owns(self, identity: int) -> bool:
         try:

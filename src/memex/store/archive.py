@@ -115,15 +115,34 @@ def archive_paths(conn: sqlite3.Connection) -> set[str]:
     return {path for (path,) in conn.execute("SELECT archive_path FROM archive_streams")}
 
 
+# The row of `archive_listings` that holds, instead of a folder's time, the wall-clock time (ns) at which
+# every recorded copy was last looked at (`memex.archive.reader.mark_lost_copies`).
+COPIES_CHECKED_AT = "/"
+
+
 def listed_folders(conn: sqlite3.Connection) -> dict[str, int]:
     """The archive folders (`''`, an agent's) as they were when the store last knew every copy in them."""
-    return dict(conn.execute("SELECT folder, mtime_ns FROM archive_listings").fetchall())
+    sql = "SELECT folder, mtime_ns FROM archive_listings WHERE folder != ?"
+    return dict(conn.execute(sql, (COPIES_CHECKED_AT,)).fetchall())
 
 
 def save_listed_folders(conn: sqlite3.Connection, stamps: dict[str, int]) -> None:
     """Record the archive folders' modification times (folder -> mtime_ns) after a complete listing."""
-    conn.execute("DELETE FROM archive_listings")
+    conn.execute("DELETE FROM archive_listings WHERE folder != ?", (COPIES_CHECKED_AT,))
     conn.executemany("INSERT INTO archive_listings (folder, mtime_ns) VALUES (?, ?)", stamps.items())
+
+
+def copies_checked_at(conn: sqlite3.Connection) -> int | None:
+    """When (wall-clock ns) every recorded copy was last looked at, or None if never."""
+    sql = "SELECT mtime_ns FROM archive_listings WHERE folder = ?"
+    found = conn.execute(sql, (COPIES_CHECKED_AT,)).fetchone()
+    return found[0] if found else None
+
+
+def save_copies_checked_at(conn: sqlite3.Connection, when_ns: int) -> None:
+    """Record that every recorded copy was looked at (those lost made pending) at `when_ns` (wall clock)."""
+    sql = "INSERT OR REPLACE INTO archive_listings (folder, mtime_ns) VALUES (?, ?)"
+    conn.execute(sql, (COPIES_CHECKED_AT, when_ns))
 
 
 def save_archive_row(conn: sqlite3.Connection, row: ArchiveRow) -> None:
