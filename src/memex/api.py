@@ -25,7 +25,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from memex.config import Config, load_config
-from memex.errors import UserError
+from memex.errors import StoreError, UserError
 from memex.plain import Record
 from memex.store.queries import Filters
 
@@ -193,7 +193,15 @@ class Memex:
         if self.config.archive_enabled and self.writable:
             from memex.archive.reader import mark_lost_copies
 
-            mark_lost_copies(conn, self.config, thorough=thorough)
+            try:
+                mark_lost_copies(conn, self.config, thorough=thorough)
+            except sqlite3.OperationalError as exc:  # locked past busy_timeout_ms, full, read-only
+                raise self._cannot_write(exc) from None
+
+    def _cannot_write(self, exc: sqlite3.OperationalError) -> StoreError:
+        """The one-line error of a write the store refused (what was indexed before it is kept)."""
+        kept = "the files indexed so far are kept; run again"
+        return StoreError(f"cannot write to {self.config.db_path}: {exc} ({kept})")
 
     def index(
         self,
@@ -206,7 +214,6 @@ class Memex:
         """Ingest what `found` lists (default: every agent's default folders) incrementally: re-running reads
         only what changed. A file that fails is reported and the others are indexed; StoreError when the
         store cannot be written (what was indexed so far is kept)."""
-        from memex.errors import StoreError
         from memex.ingest.indexer import discover, index_transcripts
         from memex.sources.locations import PROJECT_AGENTS, project_roots
         from memex.store.queries import known_projects
@@ -242,9 +249,7 @@ class Memex:
                 if more:
                     report.merge(index_transcripts(self.conn, self.config, more, on_file=on_file, known=found.known))
         except sqlite3.OperationalError as exc:  # locked past busy_timeout_ms, full, read-only
-            raise StoreError(
-                f"cannot write to {self.config.db_path}: {exc} (the files indexed so far are kept; run again)"
-            ) from None
+            raise self._cannot_write(exc) from None
         report.refused.extend(found.refused)
         report.seconds += found.seconds  # the run's time is the walk's too, not only the reading's
         return report
