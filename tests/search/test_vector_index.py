@@ -196,3 +196,20 @@ def test_a_cache_this_process_cannot_write_is_searched_from_memory_alike(conn, c
     _insert(conn, config, range(601, 651), added)
     assert in_memory.search(conn, added[3], 5) == on_disk.search(conn, added[3], 5)
     assert in_memory.search(conn, added[3], 1)[0].owner_id == 604 and in_memory.rows == 650
+
+
+def test_a_search_for_fewer_lists_the_first_of_a_search_for_more_also_among_equal_cosines(conn, config) -> None:
+    """The same texts embedded in many sessions ("continue", "yes") give equal cosines: they come by row, so
+    a search for k neighbours is the start of one for more (a filtered search asks twice as many first)."""
+    rng = np.random.default_rng(9)
+    distinct = _clustered(rng, 60)
+    vectors = np.concatenate([np.repeat(distinct, 8, axis=0), _clustered(rng, 300)])
+    vectors = vectors[rng.permutation(len(vectors))]
+    _insert(conn, config, range(1, len(vectors) + 1), vectors)
+    index = VectorIndex(config, "turn", DIM)
+    for query in (distinct[0], distinct[17], distinct[33], vectors[5]):
+        longest = index.search(conn, query, 200, verify=False)
+        for k in (1, 7, 20, 40, 100):
+            assert index.search(conn, query, k, verify=False) == longest[:k]
+        ties = [(n.cosine, n.owner_id) for n in longest[:8]]
+        assert ties == sorted(ties, key=lambda tie: (-tie[0], tie[1]))  # equal cosines by row (owner = row here)

@@ -310,6 +310,12 @@ class VectorIndex:
         assert self._codes is not None and self._loaded is not None
         return Scan(query, self._loaded, estimate(self._codes, query))
 
+    def scan_once(self, conn: sqlite3.Connection, query: np.ndarray) -> Scan | None:
+        """`scanned` brought up to date first, for a caller about to search more than once with `query`;
+        None when the search would not read the codes (past `search_binary_above` rows)."""
+        self.prepare(conn)
+        return None if self._bits is not None else self.scanned(query)
+
     def search(
         self,
         conn: sqlite3.Connection,
@@ -342,7 +348,9 @@ class VectorIndex:
         scores = self._matrix[positions] @ query
         top = min(wanted, len(scores))
         best = np.argpartition(-scores, top - 1)[:top]
-        best = best[np.argsort(-scores[best])]
+        # Best first, equal cosines (the same text embedded twice) by row: a search for fewer neighbours
+        # lists the first of a search for more, in the same order (`hybrid.filtered_search` relies on it).
+        best = best[np.lexsort((positions[best], -scores[best]))]
         return self._alive(conn, [(int(positions[i]), float(scores[i])) for i in best], k, verify)
 
     def _binary_candidates(self, query: np.ndarray, count: int, mask: np.ndarray | None) -> np.ndarray:
