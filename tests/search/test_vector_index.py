@@ -213,3 +213,18 @@ def test_a_search_for_fewer_lists_the_first_of_a_search_for_more_also_among_equa
             assert index.search(conn, query, k, verify=False) == longest[:k]
         ties = [(n.cosine, n.owner_id) for n in longest[:8]]
         assert ties == sorted(ties, key=lambda tie: (-tie[0], tie[1]))  # equal cosines by row (owner = row here)
+
+
+def test_each_cosine_is_the_whole_products_whatever_rows_are_re_ranked_with_it(conn, config) -> None:
+    """BLAS rounds the rows of a partial last block differently: a re-ranked row's cosine is still the value
+    the product of the whole matrix gives it, for any number of neighbours asked."""
+    rng = np.random.default_rng(12)
+    vectors = _clustered(rng, 700)
+    _insert(conn, config, range(1, 701), vectors)
+    index = VectorIndex(config, "turn", DIM)
+    index.prepare(conn)
+    for query_row in (0, 99, 350):
+        whole = index._matrix @ vectors[query_row]
+        for k in (1, 2, 3, 5, 6, 7, 11, 30, 61, 150):
+            found = index.search(conn, vectors[query_row], k, verify=False)
+            assert [n.cosine for n in found] == [float(whole[n.owner_id - 1]) for n in found]

@@ -39,9 +39,9 @@ MODES = ("hybrid", "lexical", "semantic")
 # A filtered vector search first takes this many times the neighbours it wants, unfiltered, and keeps those
 # the filters admit; only when too few pass does it list every admitted owner.
 POST_FILTER_FACTOR = 20
-# ... but before that only twice as many: a filter that admits nearly every owner (prompt recall leaves out
-# one session) finds them there, and re-ranking and listing 20 times the neighbours cost prompt recall ~2 ms
-# (of ~6 after its embedding, at 100k turns).
+# ... but a filter that only leaves out one session (prompt recall's) first takes twice as many: they nearly
+# always hold enough, and re-ranking and listing 20 times the neighbours cost prompt recall ~2 ms (of ~6
+# after its embedding, at 100k turns).
 FIRST_FILTER_FACTOR = 2
 MAX_ADMITTED_BATCH = 4_096  # neighbours checked against the filters at most at a time (SQL parameters)
 LEVELS = ("chunk", "turn", "session")
@@ -214,8 +214,8 @@ def _admitted(
     conn: sqlite3.Connection, level: str, filters: Filters, neighbours: list[Neighbour], wanted: int
 ) -> list[Neighbour]:
     """The first `wanted` neighbours the filters admit (all of them when fewer are), in their order: checked
-    best first, twice `wanted` then twice as many each time (prompt recall keeps 20 of 400 neighbours, nearly
-    all admitted: 40 checked)."""
+    best first, twice `wanted` then twice as many each time (prompt recall keeps 20 neighbours, nearly all
+    admitted: 40 checked)."""
     sql, params = _owners_sql(level, filters)
     admitted: list[Neighbour] = []
     checked, size = 0, wanted * 2
@@ -243,18 +243,20 @@ def filtered_search(
     owner (listing them costs ~0.3 s per level per million rows). `scanned`: the query's scan of
     the index, made beforehand.
 
-    The unfiltered nearest are taken twice as many as `wanted` first: when `wanted` of them pass, they are
-    the first `wanted` that any longer list would admit (a shorter search lists the first of a longer one,
-    `VectorIndex.search`), so the answer is the same as from POST_FILTER_FACTOR times as many."""
+    A filter that only leaves out one session (prompt recall's) takes twice as many as `wanted` first: when
+    `wanted` of them pass, they are the first `wanted` that any longer list would admit (a shorter search lists
+    the first of a longer one, `VectorIndex.search`), so the answer is the one POST_FILTER_FACTOR times as
+    many give. Other filters may admit few, and would pay for both."""
     if filters == Filters():
         return index.search(conn, vector, wanted, scanned=scanned)
-    if scanned is None:  # both stages read the same scan of the codes
-        scanned = index.scan_once(conn, vector)
+    if filters == Filters(exclude_session=filters.exclude_session):
+        if scanned is None:  # both searches read the same scan of the codes
+            scanned = index.scan_once(conn, vector)
+        first = index.search(conn, vector, wanted * FIRST_FILTER_FACTOR, verify=False, scanned=scanned)
+        admitted = _admitted(conn, level, filters, first, wanted)
+        if len(admitted) >= wanted:
+            return admitted
     # The owners are checked next.
-    nearest = index.search(conn, vector, wanted * FIRST_FILTER_FACTOR, verify=False, scanned=scanned)
-    admitted = _admitted(conn, level, filters, nearest, wanted)
-    if len(admitted) >= wanted:
-        return admitted
     nearest = index.search(conn, vector, wanted * POST_FILTER_FACTOR, verify=False, scanned=scanned)
     admitted = _admitted(conn, level, filters, nearest, wanted)
     if len(admitted) >= need or len(nearest) < wanted * POST_FILTER_FACTOR:

@@ -44,6 +44,7 @@ DEAD_SHARE = 0.2
 MIN_DEAD_ROWS = 1_000
 FETCH_ROWS = 10_000  # rows read from SQLite per step while filling the cache
 MIN_CHECKED = 16  # candidates whose rows are looked up at least at a time (`VectorIndex._alive`)
+BLAS_BLOCK = 32  # rows re-ranked are padded to a multiple of this (`_cosines`): any BLAS block size up to it
 CACHE_FILES = ("matrix.f32", "ids.i64", "owners.i64", "bits.u8", "center.f32", "codes.i8", "codes.f32")
 
 
@@ -345,7 +346,7 @@ class VectorIndex:
             fresh = scanned is not None and scanned.cache == self._loaded and scanned.query is query
             found = scanned.estimate if scanned is not None and fresh else None
             positions = candidates(self._codes, query, wanted, mask, found)
-        scores = self._matrix[positions] @ query
+        scores = _cosines(self._matrix, positions, query)
         top = min(wanted, len(scores))
         best = np.argpartition(-scores, top - 1)[:top]
         # Best first, equal cosines (the same text embedded twice) by row: a search for fewer neighbours
@@ -396,6 +397,17 @@ class VectorIndex:
         distinct = sorted(set(owners))
         sql = f"SELECT id FROM vectors WHERE level = ? AND owner_id IN ({','.join('?' * len(distinct))})"
         return {r[0] for r in conn.execute(sql, [self.level, *distinct])}
+
+
+def _cosines(matrix: np.ndarray, positions: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """The float32 products of rows `positions` of `matrix` with `query`, each the value the whole product
+    `matrix @ query` gives that row, whoever its companions: BLAS takes rows in blocks, and a partial last
+    block rounds differently (OpenBLAS: the last 2 or 3 rows, by ~1e-7), which made a row's cosine, and the
+    order of near-equal ones, depend on how many rows were re-ranked with it. Padded to whole blocks."""
+    if len(positions) == 0:
+        return np.zeros(0, np.float32)
+    padded = np.concatenate([positions, np.full(-len(positions) % BLAS_BLOCK, positions[0], positions.dtype)])
+    return (matrix[padded] @ query)[: len(positions)]
 
 
 def _write(path: os.PathLike[str], data: bytes, truncate: bool = False) -> None:
