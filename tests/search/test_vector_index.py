@@ -228,3 +228,23 @@ def test_each_cosine_is_the_whole_products_whatever_rows_are_re_ranked_with_it(c
         for k in (1, 2, 3, 5, 6, 7, 11, 30, 61, 150):
             found = index.search(conn, vectors[query_row], k, verify=False)
             assert [n.cosine for n in found] == [float(whole[n.owner_id - 1]) for n in found]
+
+
+def test_a_search_given_its_scan_searches_the_cache_as_scanned(conn, config) -> None:
+    """The scan was made just after the cache was brought up to date: the search does not ask the store for
+    its newest row again (only whether its candidates' rows still exist), and gives what a search without the
+    scan gives."""
+    rng = np.random.default_rng(14)
+    vectors = _clustered(rng, 300)
+    _insert(conn, config, range(1, 301), vectors)
+    index = VectorIndex(config, "turn", DIM)
+    index.prepare(conn)
+    scanned = index.scanned(vectors[8])
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        found = index.search(conn, vectors[8], 5, scanned=scanned)
+    finally:
+        conn.set_trace_callback(None)
+    assert found == index.search(conn, vectors[8], 5) and found[0].owner_id == 9
+    assert statements and all("owner_id IN" in sql for sql in statements)
