@@ -26,6 +26,7 @@ from memex.plain import Record
 from memex.search.dates import named_days
 from memex.search.highlight import spans_json
 from memex.search.lexical import Coverage, TermRarity, chunk_texts, search_chunks, word_coverage
+from memex.search.sharedscan import SharedScans
 from memex.store.queries import Filters, turns_by_ids, where
 
 # numpy and the vector index are imported only when a search goes by meaning: a search by words (or one in a
@@ -321,11 +322,18 @@ def _searched_indexes(conn: sqlite3.Connection, config: Config, levels: list[str
 
 
 def _embedded_and_scanned(
-    config: Config, embedder: Embedder | None, query: str, indexes: dict[str, VectorIndex]
+    config: Config, embedder: Embedder | None, query: str, shared: SharedScans
 ) -> tuple[Embedder, np.ndarray, dict[str, Scan]]:
-    """The embedder, the query's vector, and its scan of the codes of each of `indexes`."""
-    embedder, vector = embedded_query(config, embedder, query)
-    return embedder, vector, {level: index.scanned(vector) for level, index in indexes.items()}
+    """The embedder, the query's vector, and its scan of the codes of each of `shared`'s indexes (with the
+    help of the thread waiting for them)."""
+    try:
+        embedder, vector = embedded_query(config, embedder, query)
+    except BaseException:
+        shared.abandon()
+        raise
+    shared.begin(vector)
+    shared.help()
+    return embedder, vector, shared.scans()
 
 
 def _local_sessions(conn: sqlite3.Connection, session_ids: list[str]) -> set[str]:
@@ -510,9 +518,10 @@ def hybrid_search(
             if searchable:  # otherwise nothing could be found by meaning: no model, no query vector
                 # The model loads (in a new process) and embeds the query while the words are searched; in a
                 # process that searched by meaning before, the vectors are scanned then too.
-                indexes = _searched_indexes(conn, config, searchable)
-                query_vector = Background(partial(_embedded_and_scanned, config, embedder, query, indexes))
-                if mode == "semantic":  # nothing to do meanwhile
+                shared = SharedScans(_searched_indexes(conn, config, searchable))
+                query_vector = Background(partial(_embedded_and_scanned, config, embedder, query, shared))
+                if mode == "semantic":  # nothing to do meanwhile but scan
+                    shared.help()
                     query_vector.result()
             elif not levels_with_vectors(conn, config, levels, Filters()):
                 notes.append("no vectors yet (run `memex embed`); nothing found by meaning")
@@ -543,6 +552,7 @@ def hybrid_search(
                 )
     if query_vector is not None:
         try:
+            shared.help()  # the vector's scans, beside the thread that embedded it
             embedder, vector, scans = query_vector.result()
         except EmbedderUnavailable as exc:
             notes.append(_unavailable(exc))

@@ -34,7 +34,7 @@ import orjson
 
 from memex.config import Config
 from memex.plain import Record
-from memex.search.quantized import Codes, Estimate, candidates, encode, estimate
+from memex.search.quantized import Codes, Estimate, Pass, candidates, encode, estimate
 from memex.store.db import is_read_only_error, make_private_folder, open_private
 
 log = logging.getLogger("memex.search")
@@ -310,6 +310,13 @@ class VectorIndex:
         need not scan again. Reads nothing but the codes, so another thread may run it meanwhile."""
         assert self._codes is not None and self._loaded is not None
         return Scan(query, self._loaded, estimate(self._codes, query))
+
+    def scanning(self, query: np.ndarray) -> tuple[Scan, Pass]:
+        """A scan of `query` whose estimate the `Pass` fills block by block (any thread, `Pass.rows`): it
+        is `scanned`'s once every row was done."""
+        assert self._codes is not None and self._loaded is not None
+        work = Pass(self._codes, query)
+        return Scan(query, self._loaded, work.estimate), work
 
     def scan_once(self, conn: sqlite3.Connection, query: np.ndarray) -> Scan | None:
         """`scanned` brought up to date first, for a caller about to search more than once with `query`;
