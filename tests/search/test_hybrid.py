@@ -128,6 +128,7 @@ def test_a_selective_filter_falls_back_to_searching_only_admitted_vectors(store,
     from memex.embed.model import load_embedder
 
     monkeypatch.setattr(hybrid, "POST_FILTER_FACTOR", 1)
+    monkeypatch.setattr(hybrid, "FIRST_FILTER_FACTOR", 1)
     narrow = load_config({**os.environ, "MEMEX_SEARCH_VECTOR_CANDIDATES": "1"})
     # The 3 nearest turns to a layout question are the CSS session's: none is in the kitchen project, so the
     # search lists the kitchen's turns and looks among them alone.
@@ -153,6 +154,46 @@ def test_a_selective_filter_falls_back_to_searching_only_admitted_vectors(store,
         )
     }
     assert owners and set(owners) <= kitchen
+
+
+def test_a_lenient_filter_is_answered_from_twice_the_wanted_nearest_with_the_same_neighbours(
+    store, config, monkeypatch
+) -> None:
+    """Prompt recall leaves out one session: its neighbours are among the first twice as many nearest, and
+    they are the ones a search of POST_FILTER_FACTOR times as many finds; when too few of those pass, the
+    longer search follows; a project (which may admit few) goes to the longer search at once."""
+    import memex.search.hybrid as hybrid
+    from memex.embed.model import load_embedder
+    from memex.search.vector import VectorIndex, vector_index
+
+    embedder = load_embedder(config)
+    index = vector_index(config, "turn", embedder.dimension)
+    asked: list[int] = []
+    search = VectorIndex.search
+
+    def counted(self, conn, query, k, *args, **kwargs):  # the real search, its `k` noted
+        asked.append(k)
+        return search(self, conn, query, k, *args, **kwargs)
+
+    monkeypatch.setattr(VectorIndex, "search", counted)
+    query = embedder.embed_queries(["the header should stay visible while scrolling"])[0]
+    lenient, narrow = Filters(exclude_session="aaaa0000-pool"), Filters(project="kitchen")
+    found = {f: hybrid.filtered_search(store, index, query, "turn", f, 2, 2) for f in (lenient, narrow)}
+    assert len(found[lenient]) == 2 and asked[0] == 4  # 2 wanted: the 4 nearest, never 2 × POST_FILTER_FACTOR
+    assert asked[1:] == [2 * hybrid.POST_FILTER_FACTOR]  # a project may admit few: the longer search at once
+    other = Filters(exclude_session="bbbb0000-css")  # leaves out the nearest: the 8 hold fewer than 4 others
+    assert (
+        hybrid.filtered_search(store, index, query, "turn", other, 4, 4)
+        == [n for n in index.search(store, query, 8) if n.owner_id not in _turn_ids(store, "bbbb0000-css")][:4]
+    )
+    assert asked[2:] == [8, 4 * hybrid.POST_FILTER_FACTOR, 8]
+    monkeypatch.setattr(hybrid, "FIRST_FILTER_FACTOR", hybrid.POST_FILTER_FACTOR)  # as before: one long search
+    for f in (lenient, narrow):
+        assert hybrid.filtered_search(store, index, query, "turn", f, 2, 2) == found[f]
+
+
+def _turn_ids(conn: sqlite3.Connection, session_id: str) -> set[int]:
+    return {r[0] for r in conn.execute("SELECT id FROM turns WHERE session_id = ?", (session_id,))}
 
 
 def _config_corpus(root: Path) -> list[Path]:

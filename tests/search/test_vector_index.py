@@ -196,3 +196,55 @@ def test_a_cache_this_process_cannot_write_is_searched_from_memory_alike(conn, c
     _insert(conn, config, range(601, 651), added)
     assert in_memory.search(conn, added[3], 5) == on_disk.search(conn, added[3], 5)
     assert in_memory.search(conn, added[3], 1)[0].owner_id == 604 and in_memory.rows == 650
+
+
+def test_a_search_for_fewer_lists_the_first_of_a_search_for_more_also_among_equal_cosines(conn, config) -> None:
+    """The same texts embedded in many sessions ("continue", "yes") give equal cosines: they come by row, so
+    a search for k neighbours is the start of one for more (a filtered search asks twice as many first)."""
+    rng = np.random.default_rng(9)
+    distinct = _clustered(rng, 60)
+    vectors = np.concatenate([np.repeat(distinct, 8, axis=0), _clustered(rng, 300)])
+    vectors = vectors[rng.permutation(len(vectors))]
+    _insert(conn, config, range(1, len(vectors) + 1), vectors)
+    index = VectorIndex(config, "turn", DIM)
+    for query in (distinct[0], distinct[17], distinct[33], vectors[5]):
+        longest = index.search(conn, query, 200, verify=False)
+        for k in (1, 7, 20, 40, 100):
+            assert index.search(conn, query, k, verify=False) == longest[:k]
+        ties = [(n.cosine, n.owner_id) for n in longest[:8]]
+        assert ties == sorted(ties, key=lambda tie: (-tie[0], tie[1]))  # equal cosines by row (owner = row here)
+
+
+def test_each_cosine_is_the_whole_products_whatever_rows_are_re_ranked_with_it(conn, config) -> None:
+    """BLAS rounds the rows of a partial last block differently: a re-ranked row's cosine is still the value
+    the product of the whole matrix gives it, for any number of neighbours asked."""
+    rng = np.random.default_rng(12)
+    vectors = _clustered(rng, 700)
+    _insert(conn, config, range(1, 701), vectors)
+    index = VectorIndex(config, "turn", DIM)
+    index.prepare(conn)
+    for query_row in (0, 99, 350):
+        whole = index._matrix @ vectors[query_row]
+        for k in (1, 2, 3, 5, 6, 7, 11, 30, 61, 150):
+            found = index.search(conn, vectors[query_row], k, verify=False)
+            assert [n.cosine for n in found] == [float(whole[n.owner_id - 1]) for n in found]
+
+
+def test_a_search_given_its_scan_searches_the_cache_as_scanned(conn, config) -> None:
+    """The scan was made just after the cache was brought up to date: the search does not ask the store for
+    its newest row again (only whether its candidates' rows still exist), and gives what a search without the
+    scan gives."""
+    rng = np.random.default_rng(14)
+    vectors = _clustered(rng, 300)
+    _insert(conn, config, range(1, 301), vectors)
+    index = VectorIndex(config, "turn", DIM)
+    index.prepare(conn)
+    scanned = index.scanned(vectors[8])
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        found = index.search(conn, vectors[8], 5, scanned=scanned)
+    finally:
+        conn.set_trace_callback(None)
+    assert found == index.search(conn, vectors[8], 5) and found[0].owner_id == 9
+    assert statements and all("owner_id IN" in sql for sql in statements)

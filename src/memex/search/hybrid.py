@@ -26,6 +26,7 @@ from memex.plain import Record
 from memex.search.dates import named_days
 from memex.search.highlight import spans_json
 from memex.search.lexical import Coverage, TermRarity, chunk_texts, search_chunks, word_coverage
+from memex.search.sharedscan import SharedScans
 from memex.store.queries import Filters, turns_by_ids, where
 
 # numpy and the vector index are imported only when a search goes by meaning: a search by words (or one in a
@@ -39,6 +40,10 @@ MODES = ("hybrid", "lexical", "semantic")
 # A filtered vector search first takes this many times the neighbours it wants, unfiltered, and keeps those
 # the filters admit; only when too few pass does it list every admitted owner.
 POST_FILTER_FACTOR = 20
+# ... but a filter that only leaves out one session (prompt recall's) first takes twice as many: they nearly
+# always hold enough, and re-ranking and listing 20 times the neighbours cost prompt recall ~2 ms (of ~6
+# after its embedding, at 100k turns).
+FIRST_FILTER_FACTOR = 2
 MAX_ADMITTED_BATCH = 4_096  # neighbours checked against the filters at most at a time (SQL parameters)
 LEVELS = ("chunk", "turn", "session")
 # Weight of each list by its level's place in the cascade (first, second, third). The third level only
@@ -210,8 +215,8 @@ def _admitted(
     conn: sqlite3.Connection, level: str, filters: Filters, neighbours: list[Neighbour], wanted: int
 ) -> list[Neighbour]:
     """The first `wanted` neighbours the filters admit (all of them when fewer are), in their order: checked
-    best first, twice `wanted` then twice as many each time (prompt recall keeps 20 of 400 neighbours, nearly
-    all admitted: 40 checked)."""
+    best first, twice `wanted` then twice as many each time (prompt recall keeps 20 neighbours, nearly all
+    admitted: 40 checked)."""
     sql, params = _owners_sql(level, filters)
     admitted: list[Neighbour] = []
     checked, size = 0, wanted * 2
@@ -237,9 +242,21 @@ def filtered_search(
     """Nearest neighbours under the filters: the unfiltered nearest, filtered, when enough of them pass
     (a query reads a few thousand rows' filter columns); otherwise a search restricted to every admitted
     owner (listing them costs ~0.3 s per level per million rows). `scanned`: the query's scan of
-    the index, made beforehand."""
+    the index, made beforehand.
+
+    A filter that only leaves out one session (prompt recall's) takes twice as many as `wanted` first: when
+    `wanted` of them pass, they are the first `wanted` that any longer list would admit (a shorter search lists
+    the first of a longer one, `VectorIndex.search`), so the answer is the one POST_FILTER_FACTOR times as
+    many give. Other filters may admit few, and would pay for both."""
     if filters == Filters():
         return index.search(conn, vector, wanted, scanned=scanned)
+    if filters == Filters(exclude_session=filters.exclude_session):
+        if scanned is None:  # both searches read the same scan of the codes
+            scanned = index.scan_once(conn, vector)
+        first = index.search(conn, vector, wanted * FIRST_FILTER_FACTOR, verify=False, scanned=scanned)
+        admitted = _admitted(conn, level, filters, first, wanted)
+        if len(admitted) >= wanted:
+            return admitted
     # The owners are checked next.
     nearest = index.search(conn, vector, wanted * POST_FILTER_FACTOR, verify=False, scanned=scanned)
     admitted = _admitted(conn, level, filters, nearest, wanted)
@@ -305,11 +322,18 @@ def _searched_indexes(conn: sqlite3.Connection, config: Config, levels: list[str
 
 
 def _embedded_and_scanned(
-    config: Config, embedder: Embedder | None, query: str, indexes: dict[str, VectorIndex]
+    config: Config, embedder: Embedder | None, query: str, shared: SharedScans
 ) -> tuple[Embedder, np.ndarray, dict[str, Scan]]:
-    """The embedder, the query's vector, and its scan of the codes of each of `indexes`."""
-    embedder, vector = embedded_query(config, embedder, query)
-    return embedder, vector, {level: index.scanned(vector) for level, index in indexes.items()}
+    """The embedder, the query's vector, and its scan of the codes of each of `shared`'s indexes (with the
+    help of the thread waiting for them)."""
+    try:
+        embedder, vector = embedded_query(config, embedder, query)
+    except BaseException:
+        shared.abandon()
+        raise
+    shared.begin(vector)
+    shared.help()
+    return embedder, vector, shared.scans()
 
 
 def _local_sessions(conn: sqlite3.Connection, session_ids: list[str]) -> set[str]:
@@ -494,9 +518,10 @@ def hybrid_search(
             if searchable:  # otherwise nothing could be found by meaning: no model, no query vector
                 # The model loads (in a new process) and embeds the query while the words are searched; in a
                 # process that searched by meaning before, the vectors are scanned then too.
-                indexes = _searched_indexes(conn, config, searchable)
-                query_vector = Background(partial(_embedded_and_scanned, config, embedder, query, indexes))
-                if mode == "semantic":  # nothing to do meanwhile
+                shared = SharedScans(_searched_indexes(conn, config, searchable))
+                query_vector = Background(partial(_embedded_and_scanned, config, embedder, query, shared))
+                if mode == "semantic":  # nothing to do meanwhile but scan
+                    shared.help()
                     query_vector.result()
             elif not levels_with_vectors(conn, config, levels, Filters()):
                 notes.append("no vectors yet (run `memex embed`); nothing found by meaning")
@@ -527,6 +552,7 @@ def hybrid_search(
                 )
     if query_vector is not None:
         try:
+            shared.help()  # the vector's scans, beside the thread that embedded it
             embedder, vector, scans = query_vector.result()
         except EmbedderUnavailable as exc:
             notes.append(_unavailable(exc))

@@ -96,20 +96,44 @@ def _dots(codes: np.ndarray, coded: np.ndarray) -> np.ndarray:
     return np.asarray(simsimd.cdist(codes, coded[None], metric="dot", out_dtype="float32")).reshape(-1)
 
 
+class Pass:
+    """A query's `estimate` of every row of `codes`, made rows by rows (`rows`), by any thread: two threads
+    may take a level's blocks in turn. Until every row was done, `estimate` holds garbage."""
+
+    __slots__ = ("coded", "codes", "estimate", "missed_norm", "offset", "query_norm", "scale")
+
+    def __init__(self, codes: Codes, query: np.ndarray) -> None:
+        query = query.astype(np.float32)
+        self.codes = codes
+        self.coded, scale, missed = _coded(query)
+        self.scale = np.float32(scale)
+        self.offset = np.float32(query @ codes.center)
+        self.query_norm = np.float32(np.linalg.norm(query))
+        self.missed_norm = np.float32(np.linalg.norm(missed))
+        rows = len(codes.codes)
+        self.estimate = Estimate(np.empty(rows, np.float32), np.empty(rows, np.float32))
+
+    def rows(self, start: int, stop: int) -> None:
+        """Estimate rows `start` to `stop` (one pass over their codes)."""
+        if stop <= start:
+            return
+        approx, slack = self.estimate.approx[start:stop], self.estimate.slack[start:stop]
+        simsimd.cdist(
+            self.codes.codes[start:stop], self.coded[None], metric="dot", out_dtype="float32", out=approx[:, None]
+        )
+        approx *= self.scale
+        approx *= self.codes.scale[start:stop]
+        approx += self.offset
+        np.multiply(self.codes.error[start:stop], self.query_norm, out=slack)
+        slack += self.codes.norm[start:stop] * self.missed_norm
+        slack += np.float32(ROUNDING)
+
+
 def estimate(codes: Codes, query: np.ndarray) -> Estimate:
     """Every row's estimated cosine to `query` (one pass over the codes) and its error bound."""
-    query = query.astype(np.float32)
-    coded, scale, missed = _coded(query)
-    if len(codes.codes) == 0:
-        return Estimate(np.zeros(0, np.float32), np.zeros(0, np.float32))
-    approx = _dots(codes.codes, coded)
-    approx *= np.float32(scale)
-    approx *= codes.scale
-    approx += np.float32(query @ codes.center)
-    slack = codes.error * np.float32(np.linalg.norm(query))
-    slack += codes.norm * np.float32(np.linalg.norm(missed))
-    slack += np.float32(ROUNDING)
-    return Estimate(approx, slack)
+    work = Pass(codes, query)
+    work.rows(0, len(codes.codes))
+    return work.estimate
 
 
 def _refined(codes: Codes, query: np.ndarray, rows: np.ndarray, found: Estimate) -> Estimate:

@@ -34,7 +34,7 @@ import orjson
 
 from memex.config import Config
 from memex.plain import Record
-from memex.search.quantized import Codes, Estimate, candidates, encode, estimate
+from memex.search.quantized import Codes, Estimate, Pass, candidates, encode, estimate
 from memex.store.db import is_read_only_error, make_private_folder, open_private
 
 log = logging.getLogger("memex.search")
@@ -44,6 +44,7 @@ DEAD_SHARE = 0.2
 MIN_DEAD_ROWS = 1_000
 FETCH_ROWS = 10_000  # rows read from SQLite per step while filling the cache
 MIN_CHECKED = 16  # candidates whose rows are looked up at least at a time (`VectorIndex._alive`)
+BLAS_BLOCK = 32  # rows re-ranked are padded to a multiple of this (`_cosines`): any BLAS block size up to it
 CACHE_FILES = ("matrix.f32", "ids.i64", "owners.i64", "bits.u8", "center.f32", "codes.i8", "codes.f32")
 
 
@@ -310,6 +311,19 @@ class VectorIndex:
         assert self._codes is not None and self._loaded is not None
         return Scan(query, self._loaded, estimate(self._codes, query))
 
+    def scanning(self, query: np.ndarray) -> tuple[Scan, Pass]:
+        """A scan of `query` whose estimate the `Pass` fills block by block (any thread, `Pass.rows`): it
+        is `scanned`'s once every row was done."""
+        assert self._codes is not None and self._loaded is not None
+        work = Pass(self._codes, query)
+        return Scan(query, self._loaded, work.estimate), work
+
+    def scan_once(self, conn: sqlite3.Connection, query: np.ndarray) -> Scan | None:
+        """`scanned` brought up to date first, for a caller about to search more than once with `query`;
+        None when the search would not read the codes (past `search_binary_above` rows)."""
+        self.prepare(conn)
+        return None if self._bits is not None else self.scanned(query)
+
     def search(
         self,
         conn: sqlite3.Connection,
@@ -323,8 +337,11 @@ class VectorIndex:
 
         `verify=False` skips checking that each row still exists (for a caller that checks its owners).
         `scanned`: this query's scan of the codes, made beforehand (used when the cache has not changed since).
+        The cache as it was scanned is searched then: it was brought up to date moments before the scan, and
+        doing it again costs a lookup of the newest row and a read of the manifest (~0.15 ms a level).
         """
-        self.prepare(conn)
+        if scanned is None or scanned.cache != self._loaded:
+            self.prepare(conn)
         assert self._matrix is not None and self._ids is not None and self._owners is not None
         if self.rows == 0 or k <= 0:
             return []
@@ -339,10 +356,12 @@ class VectorIndex:
             fresh = scanned is not None and scanned.cache == self._loaded and scanned.query is query
             found = scanned.estimate if scanned is not None and fresh else None
             positions = candidates(self._codes, query, wanted, mask, found)
-        scores = self._matrix[positions] @ query
+        scores = _cosines(self._matrix, positions, query)
         top = min(wanted, len(scores))
         best = np.argpartition(-scores, top - 1)[:top]
-        best = best[np.argsort(-scores[best])]
+        # Best first, equal cosines (the same text embedded twice) by row: a search for fewer neighbours
+        # lists the first of a search for more, in the same order (`hybrid.filtered_search` relies on it).
+        best = best[np.lexsort((positions[best], -scores[best]))]
         return self._alive(conn, [(int(positions[i]), float(scores[i])) for i in best], k, verify)
 
     def _binary_candidates(self, query: np.ndarray, count: int, mask: np.ndarray | None) -> np.ndarray:
@@ -388,6 +407,17 @@ class VectorIndex:
         distinct = sorted(set(owners))
         sql = f"SELECT id FROM vectors WHERE level = ? AND owner_id IN ({','.join('?' * len(distinct))})"
         return {r[0] for r in conn.execute(sql, [self.level, *distinct])}
+
+
+def _cosines(matrix: np.ndarray, positions: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """The float32 products of rows `positions` of `matrix` with `query`, each the value the whole product
+    `matrix @ query` gives that row, whoever its companions: BLAS takes rows in blocks, and a partial last
+    block rounds differently (OpenBLAS: the last 2 or 3 rows, by ~1e-7), which made a row's cosine, and the
+    order of near-equal ones, depend on how many rows were re-ranked with it. Padded to whole blocks."""
+    if len(positions) == 0:
+        return np.zeros(0, np.float32)
+    padded = np.concatenate([positions, np.full(-len(positions) % BLAS_BLOCK, positions[0], positions.dtype)])
+    return (matrix[padded] @ query)[: len(positions)]
 
 
 def _write(path: os.PathLike[str], data: bytes, truncate: bool = False) -> None:
