@@ -641,6 +641,16 @@ def _flat(document: dict[str, Any], config_file: Path) -> dict[str, Any]:
     return values
 
 
+def file_state(path: Path) -> tuple[int, int, int] | None:
+    """What tells an edit of `config.toml` with one `stat` (inode, size, time: an editor that saves by
+    renaming a new file changes the inode), or None when it is absent."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_ino, found.st_size, found.st_mtime_ns
+
+
 def load_config(env: dict[str, str] | None = None) -> Config:
     """Build the configuration: defaults < `$MEMEX_HOME/config.toml` < `MEMEX_<SETTING>` variables.
 

@@ -172,6 +172,8 @@ def test_raw_without_a_copy_says_so_in_one_line(run, config: Config, tmp_path: P
     shutil.copy(SLAY, target)
     assert run("index").exit_code == 0
     assert not archive_root(config).exists()  # the setting turns the archive off
+    checked = run("index", "--check-archive")  # nothing to look at: said, not silently done
+    assert checked.exit_code == 0 and "archive is turned off (archive_enabled = 0)" in checked.stderr
     target.unlink()
     result = run("show", SLAY_ID[:8], "--raw")
     assert result.exit_code == 2

@@ -29,8 +29,13 @@ def test_a_trailing_star_is_a_quoted_prefix_and_the_rest_stays_quoted() -> None:
     assert fts_query('"zebr*"') == '"zebr" *'  # quotes around the word are punctuation, as before
     # Every other character is text inside a phrase: quotes doubled, NEAR, AND, `:` and `^` inert.
     assert fts_query('NEAR(a col:xy* ^b zeb"ra*') == '"NEAR(a" AND "col:xy" * AND "^b" AND "zeb""ra" *'
-    # Not a prefix: a star the word also opens (Markdown's `*bold*`), or fewer than two characters before it.
-    assert fts_query("*bold*") == '"*bold*"'
+    # Not a prefix: Markdown's emphasis over a word or several (its stars are dropped, as the index drops
+    # them), a star the word also opens, a word ending in `**`, or fewer than two characters before the star.
+    assert fts_query("*bold*") == '"bold"'
+    assert fts_query("fix **not the race** now") == '"fix" AND "not" AND "the" AND "race" AND "now"'
+    assert fts_query("***x y***, zebr*") == '"x" AND "y" AND "zebr" *'
+    assert fts_query("zebr* *open") == '"zebr" * AND "*open"'  # a star that closes nothing stays a prefix
+    assert fts_query("race**") == '"race**"'
     assert fts_query("a*") == '"a*"'
     # Any word: a prefix word has no stems of its own (the prefix finds its forms).
     assert fts_query("zebr* adopted", match_all=False, stems=True) == '"zebr" * OR "adopt"*'

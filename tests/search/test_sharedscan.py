@@ -36,9 +36,14 @@ def test_two_threads_taking_blocks_give_each_levels_scan(conn, config, monkeypat
     taken: dict[str, int] = {}
     rows = Pass.rows
 
+    both = threading.Barrier(2, timeout=30)  # each thread's first block waits for the other's: both take some
+
     def counted(self: Pass, start: int, stop: int) -> None:  # the real pass, its thread noted
         name = threading.current_thread().name
-        taken[name] = taken.get(name, 0) + 1
+        if name not in taken:
+            taken[name] = 0
+            both.wait()
+        taken[name] += 1
         rows(self, start, stop)
 
     monkeypatch.setattr(Pass, "rows", counted)
@@ -52,7 +57,7 @@ def test_two_threads_taking_blocks_give_each_levels_scan(conn, config, monkeypat
     shared.help()
     scans = shared.scans()
     other.join()
-    assert sum(taken.values()) == 21 + 8 and set(scans) == {"chunk", "turn"}
+    assert sum(taken.values()) == 21 + 8 and len(taken) == 2 and set(scans) == {"chunk", "turn"}
     for level, index in indexes.items():
         alone = index.scanned(query).estimate
         assert np.array_equal(scans[level].estimate.approx, alone.approx)

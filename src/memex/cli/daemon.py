@@ -13,7 +13,7 @@ import click
 
 from memex.api import Memex
 from memex.cli.app import App
-from memex.config import Config, load_config
+from memex.config import Config, file_state, load_config
 from memex.errors import ConfigError, EmbedderUnavailable, interrupt_behind
 from memex.sync.daemon import Daemon
 from memex.sync.link import display_url
@@ -126,15 +126,8 @@ class _SettingsWatch:
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        self.state = self._state()
+        self.state = file_state(config.config_file)
         self.next_check = time.monotonic() + SETTINGS_CHECK_SECONDS
-
-    def _state(self) -> tuple[int, int, int] | None:
-        try:
-            found = self.config.config_file.stat()
-        except OSError:
-            return None
-        return found.st_ino, found.st_size, found.st_mtime_ns
 
     def changed(self) -> Config | None:
         """The new settings when the file changed to other valid ones since the last look, else None."""
@@ -142,7 +135,7 @@ class _SettingsWatch:
         if now < self.next_check:
             return None
         self.next_check = now + SETTINGS_CHECK_SECONDS
-        state = self._state()
+        state = file_state(self.config.config_file)
         if state == self.state:
             return None
         self.state = state

@@ -82,6 +82,8 @@ def index_command(
     memex = app.memex(readonly=False)
     for old, moved in memex.follow_rename().items():
         app.say("note", f"this computer was {old!r}, now {app.config.computer!r}: {moved} sessions follow the new name")
+    if check_archive and not app.config.archive_enabled:
+        app.say("note", "the archive is turned off (archive_enabled = 0): --check-archive has no copies to look at")
     found = memex.discover(paths, agents, check_archive=check_archive)
     with byte_progress(app.err, 0, "Indexing") as progress:
         task = progress.task_ids[0]

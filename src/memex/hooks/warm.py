@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import memex
-from memex.config import Config
+from memex.config import Config, file_state
 
 if TYPE_CHECKING:
     import sqlite3
@@ -95,14 +95,6 @@ def settings_stamp(config: Config) -> str:
     from memex.digest import blake2b
 
     return blake2b(repr(config).encode(), digest_size=16).hexdigest()
-
-
-def _file_state(path: Path) -> tuple[int, int] | None:
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return None
-    return stat.st_mtime_ns, stat.st_size
 
 
 # --- client ----------------------------------------------------------------------------------------
@@ -249,7 +241,7 @@ class WarmServer:
         self.settings = settings_stamp(config)
         self.key = self.settings[:KEY_CHARS]
         self.path = socket_path(config.home, self.key)
-        self.config_seen = _file_state(config.config_file)
+        self.config_seen = file_state(config.config_file)
         self.last_activity = time.monotonic()
         self.stopping = threading.Event()
         self.local = threading.local()
@@ -352,7 +344,7 @@ class WarmServer:
     def _settings_changed(self) -> bool:
         """True when `config.toml` was edited so that this process's settings are no longer the server's:
         no client would ask it again. One stat a tick; the file is read only when it changed."""
-        seen = _file_state(self.config.config_file)
+        seen = file_state(self.config.config_file)
         if seen == self.config_seen:
             return False
         self.config_seen = seen

@@ -88,9 +88,10 @@ def _phrase(text: str) -> str:
 
 def prefix_word(word: str) -> tuple[str, bool]:
     """A query word without its trailing `*`, and whether the star asked for a prefix: not a word the
-    star also opens (`*bold*` is Markdown), nor one whose last token is shorter than MIN_PREFIX_CHARS."""
+    star also opens (`*bold*` is Markdown) or that ends in `**`, nor one whose last token is shorter than
+    MIN_PREFIX_CHARS."""
     body = word.rstrip("*")
-    if body == word or word.startswith("*"):
+    if body == word or word.startswith("*") or word.endswith("**"):  # `**` closes Markdown's bold
         return word, False
     tokens = term_tokens(body)
     if not tokens or len(tokens[-1]) < MIN_PREFIX_CHARS:  # a CJK character is a token of its own: too short
@@ -98,9 +99,14 @@ def prefix_word(word: str) -> tuple[str, bool]:
     return body, True
 
 
+# Markdown emphasis over one word or several (`*bold*`, `**not the race**`): its stars are no prefix's.
+_EMPHASIS = re.compile(r"(?<!\S)(\*{1,3})(?=[^\s*])(.+?)(?<=[^\s*])\1(?![\w*])")
+
+
 def _words(query: str) -> list[str]:
     words = []
-    for word in query.replace("\x00", " ").split():  # FTS5 ends a quoted phrase at a NUL ("unterminated")
+    query = query.replace("\x00", " ")  # FTS5 ends a quoted phrase at a NUL ("unterminated")
+    for word in _EMPHASIS.sub(r"\2", query).split():
         word = word.strip(_EDGE_PUNCTUATION)
         if re.search(r"\w", word):
             words.append(word)

@@ -41,16 +41,17 @@ class SharedScans:
 
     def begin(self, vector: np.ndarray) -> None:
         """Lay out the blocks of every level for `vector` and let the waiting thread take them too."""
+        blocks: list[tuple[Pass, int, int]] = []
         try:
             for level, index in self._indexes.items():
                 scan, work = index.scanning(vector)
                 self._scans[level] = scan
                 rows = len(scan.estimate.approx)
-                self._blocks += [(work, start, min(start + BLOCK_ROWS, rows)) for start in range(0, rows, BLOCK_ROWS)]
-            self._left = len(self._blocks)
+                blocks += [(work, start, min(start + BLOCK_ROWS, rows)) for start in range(0, rows, BLOCK_ROWS)]
         except BaseException:
-            self.abandon()
+            self.abandon()  # no block laid out: the waiting thread scans nothing for nothing
             raise
+        self._blocks, self._left = blocks, len(blocks)
         if not self._blocks:
             self._done.set()
         self._ready.set()
@@ -79,6 +80,7 @@ class SharedScans:
                         self._done.set()
 
     def scans(self) -> dict[str, Scan]:
-        """Each level's scan, once every block is done; none when a block failed (a search scans anew)."""
+        """Each level's scan, once every block is done; none when the embedding or a block failed (the
+        thread that met the failure raises it)."""
         self._done.wait()
         return {} if self._failed else self._scans
