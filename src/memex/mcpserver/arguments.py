@@ -70,7 +70,9 @@ def types(prop: dict[str, Any]) -> set[str]:
     """The JSON types a property of a JSON schema takes (an enum's by its values)."""
     found: set[str] = set()
     for branch in prop.get("anyOf", [prop]):
-        if "type" in branch:
+        if isinstance(branch.get("type"), list):  # `"type": ["integer", "null"]`
+            found.update(branch["type"])
+        elif "type" in branch:
             found.add(branch["type"])
         elif "enum" in branch:
             found.update("boolean" for choice in branch["enum"] if isinstance(choice, bool))
