@@ -93,15 +93,29 @@ def to_json(item: Conversation) -> str:
 
 
 _CSS = (
-    "body{font:15px/1.5 system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;color:#222}"
-    ".meta{color:#666}.message{margin:1.2rem 0;padding:.6rem 1rem;border-radius:6px}"
-    ".user{background:#eef6ee}.assistant{background:#f2f4fa}.summary{background:#f7f0f7}"
-    ".who{font-weight:600}.when{color:#777;font-weight:400}pre{white-space:pre-wrap;margin:.4rem 0 0;font:inherit}"
+    ":root{color-scheme:light dark;--fg:#222;--muted:#666;--bg:#fff;--user:#eef6ee;--assistant:#f2f4fa;"
+    "--summary:#f7f0f7;--code:#e6e8ec;--line:#d0d4da;--link:#1a5fb4}"
+    "@media (prefers-color-scheme:dark){:root{--fg:#e4e6ea;--muted:#a3a9b3;--bg:#16181c;--user:#1d2a1f;"
+    "--assistant:#1e2330;--summary:#2a1f2a;--code:#2c313a;--line:#3a404a;--link:#8cb4ff}}"
+    "body{font:15px/1.5 system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;color:var(--fg);"
+    "background:var(--bg)}a{color:var(--link)}"
+    ".meta{color:var(--muted)}.message{margin:1.2rem 0;padding:.6rem 1rem;border-radius:6px}"
+    ".user{background:var(--user)}.assistant{background:var(--assistant)}.summary{background:var(--summary)}"
+    ".who{font-weight:600}.when{color:var(--muted);font-weight:400}"
+    ".md{overflow-wrap:break-word}.md>:first-child{margin-top:.4rem}.md>:last-child{margin-bottom:0}"
+    ".md pre{overflow-x:auto;padding:.5rem .7rem;background:var(--code);border-radius:4px}"
+    ".md code{font:13px ui-monospace,SFMono-Regular,Menlo,monospace;background:var(--code);padding:0 .2rem;"
+    "border-radius:3px}.md pre code{padding:0;background:none}.md table{border-collapse:collapse;display:block;"
+    "overflow-x:auto}.md th,.md td{border:1px solid var(--line);padding:.2rem .5rem}"
 )
 
 
 def to_html(item: Conversation) -> str:
-    """A page with no script and no remote resource; every piece of the transcript is escaped."""
+    """A page with no script and no remote resource, light or dark as the reader's system is: messages'
+    Markdown rendered as the viewer renders it (raw HTML shown as text, links only to web, mail or relative
+    addresses, images as links), everything else escaped."""
+    from memex.web.markdown import markdown
+
     title = html.escape(plain_title(item.title or "") or "Untitled session")
     parts = [
         "<!doctype html>",
@@ -115,7 +129,7 @@ def to_html(item: Conversation) -> str:
         when = f' <span class="when">{html.escape(message["timestamp"])}</span>' if message["timestamp"] else ""
         parts.append(
             f'<div class="message {role}"><div class="who">{html.escape(LABELS[role])}{when}</div>'
-            f"<pre>{html.escape(message['text'])}</pre></div>"
+            f'<div class="md">{markdown(message["text"])}</div></div>'
         )
     parts.append("</body></html>\n")
     return "\n".join(parts)

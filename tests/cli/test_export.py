@@ -14,6 +14,11 @@ from transcripts import ClaudeSession, simple_turn, text
 
 SESSION = "7b9e2c1a-0000-4000-8000-00000000e5e5"
 KEY = "sk-ant-api03-" + "Q" * 93 + "AA"
+MARKDOWN_ANSWER = (
+    "## The fix\n\n- escape it\n- [docs](https://docs.python.org/3/library/html.html) and "
+    "[not this](javascript:alert(1)) <img src=x onerror=alert(1)>\n\n"
+    "```python\nprint(html.escape(s))\n```\n\n| before | after |\n| --- | --- |\n| `<b>` | `&lt;b&gt;` |\n"
+)
 
 
 @pytest.fixture
@@ -25,6 +30,7 @@ def shared(run, tmp_path: Path) -> str:
     session.write(session.prompt(f"my key is {KEY}, rotate it"))
     session.write(session.assistant(text("Rotated; never paste keys.")))
     session.write(session.prompt("thanks"))
+    session.write(session.assistant(text(MARKDOWN_ANSWER)))
     assert run("index").exit_code == 0
     return SESSION
 
@@ -34,14 +40,14 @@ def test_markdown_is_the_conversation_with_secrets_redacted(run, shared: str) ->
     assert result.exit_code == 0
     out = result.stdout
     assert out.startswith("# why does <script>") and f"_{SESSION} · claude · on testbox" in out
-    assert out.count("\n## User") == 3 and out.count("\n## Assistant") == 2
+    assert out.count("\n## User") == 3 and out.count("\n## Assistant") == 3
     assert "Escape it: use html.escape." in out and KEY not in out and "rotate it" in out
 
 
 def test_json_is_a_stable_document(run, shared: str) -> None:
     data = json.loads(run("export", shared[:8], "--format", "json").stdout)
     assert data["session_id"] == SESSION and data["agent"] == "claude" and data["computer"] == "testbox"
-    assert [m["role"] for m in data["messages"]] == ["user", "assistant", "user", "assistant", "user"]
+    assert [m["role"] for m in data["messages"]] == ["user", "assistant", "user", "assistant", "user", "assistant"]
     assert data["redacted"] >= 1 and KEY not in json.dumps(data)
     raw = json.loads(run("export", shared[:8], "--format", "json", "--no-redact").stdout)
     assert any(KEY in m["text"] for m in raw["messages"]) and raw["redacted"] == 0
@@ -58,14 +64,22 @@ def test_html_escapes_the_transcript_and_runs_nothing(run, shared: str, tmp_path
 
     class Tags(HTMLParser):
         seen: set[str] = set()  # noqa: RUF012
+        links: list[str] = []  # noqa: RUF012
 
         def handle_starttag(self, tag: str, attrs: list) -> None:
             self.seen.add(tag)
-            assert not any(name.startswith("on") or name in ("src", "href") for name, _ in attrs)
+            assert not any(name.startswith("on") or name == "src" for name, _ in attrs)
+            self.links += [value for name, value in attrs if name == "href"]
 
     parser = Tags()
     parser.feed(page)
-    assert "script" not in parser.seen and "pre" in parser.seen
+    assert "script" not in parser.seen and "img" not in parser.seen
+    # The answer's Markdown is rendered as the viewer renders it: a heading, a list, a code block, a table,
+    # and only the safe link (the javascript: one and the raw <img> stay text).
+    assert {"h5", "li", "pre", "code", "table"} <= parser.seen
+    assert parser.links == ["https://docs.python.org/3/library/html.html"]
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert "@media (prefers-color-scheme:dark)" in page  # light or dark as the reader's system is
 
 
 def test_a_real_session_exports(run, tmp_path: Path) -> None:
