@@ -80,7 +80,7 @@ def test_a_version_8_store_gains_role_search_at_once_and_tool_output_on_the_next
 
     conn = connect(path)  # migrates
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 13
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 14
         pending = conn.execute("SELECT count(*) FROM tool_output_backfill").fetchone()[0]
         streams = conn.execute("SELECT count(DISTINCT session_id || '/' || agent_id) FROM turns").fetchone()[0]
         assert pending == streams > 0

@@ -1,0 +1,56 @@
+"""Migration 14: scoped npm packages recorded as @-mentioned files by earlier versions are removed, the
+paths a prompt @-mentioned are kept, and find-related computes the sessions that lost one again."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from memex.config import load_config
+from memex.store.db import connect
+from transcripts import ClaudeSession, simple_turn
+
+SESSION = "5e55a0e1-0000-4000-8000-0000000000b1"
+# What versions before 14 recorded for `npm i -D @biomejs/biome @types/node` and pasted knip output.
+PACKAGES = ["biomejs/biome", "types/node", "prisma/client"]
+# @-mentions that stay: a file, a folder (its `/` dropped when stored), a capital, a dot (a dotted name may
+# be a file), three parts.
+PATHS = ["src/app.ts", "docs", "src/utils", "components/Button", "scope/name.js", "src/lib/util", "README.md"]
+PROMPT = (
+    "look at @src/app.ts, @docs/, @src/utils/, @components/Button, @scope/name.js, @src/lib/util and "
+    "@README.md, then npm i -D @biomejs/biome @types/node @prisma/client"
+)
+
+
+def test_version_13_package_mentions_go_and_paths_stay(run, home: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "claude-projects" / "-home-dev-shop"
+    session = ClaudeSession(folder / f"{SESSION}.jsonl", SESSION)
+    simple_turn(session, PROMPT, "done")
+    assert run("index", str(folder.parent)).exit_code == 0
+    path = load_config().db_path
+    old = sqlite3.connect(path)
+    turn_id, recorded = old.execute(
+        "SELECT turn_id, group_concat(file_path) FROM file_mentions WHERE tool_name = 'at_mention'"
+    ).fetchone()
+    assert sorted(recorded.split(",")) == sorted(PATHS)  # today's ingest leaves the packages out
+    old.execute("DELETE FROM file_mentions")
+    old.executemany(  # what version 13 had recorded
+        "INSERT INTO file_mentions (turn_id, session_id, file_path, tool_name) VALUES (?, ?, ?, 'at_mention')",
+        [(turn_id, SESSION, p) for p in PACKAGES + PATHS],
+    )
+    old.execute(
+        "INSERT INTO session_access_patterns (session_id, model_version, turns, files, max_turn_id, computed_at) "
+        "VALUES (?, 'v', 1, 9, ?, '2026-11-01T00:00:00Z')",
+        (SESSION, turn_id),
+    )
+    old.execute("PRAGMA user_version = 13")
+    old.commit()
+    old.close()
+
+    conn = connect(path)  # migrates
+    try:
+        kept = [r[0] for r in conn.execute("SELECT file_path FROM file_mentions ORDER BY id")]
+        stale = conn.execute("SELECT stale FROM session_access_patterns WHERE session_id = ?", (SESSION,)).fetchone()
+    finally:
+        conn.close()
+    assert kept == PATHS and stale[0] == 1
