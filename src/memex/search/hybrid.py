@@ -27,6 +27,7 @@ from memex.search.dates import named_days
 from memex.search.highlight import spans_json
 from memex.search.lexical import Coverage, TermRarity, chunk_texts, search_chunks, word_coverage
 from memex.search.sharedscan import SharedScans
+from memex.search.wordrank import rerank
 from memex.store.queries import Filters, turns_by_ids, where
 
 # numpy and the vector index are imported only when a search goes by meaning: a search by words (or one in a
@@ -536,7 +537,10 @@ def hybrid_search(
             weight = weights.get("chunk", 0.0) + weights.get("turn", 0.0)
             rarity = TermRarity.of(conn)  # the words' counts, read once for both
             hits = search_chunks(conn, query, filters, wanted, stems=True, rarity=rarity)
-            coverage = word_coverage(conn, query, chunk_texts(conn, [hit.chunk_id for hit in hits]), rarity)
+            texts = chunk_texts(conn, [hit.chunk_id for hit in hits])
+            # Ranked again with one BM25 term per word (its forms together), as FTS5 cannot (`search.wordrank`).
+            hits = rerank(conn, query, hits, texts, rarity)
+            coverage = word_coverage(conn, query, texts, rarity)
             for hit in hits:
                 share = coverage.get(hit.chunk_id, Coverage(0.0, 0.0))
                 candidate = fusion.add_turn(

@@ -1,0 +1,61 @@
+"""Word-level BM25: the words' hits ranked with one term per query word, its forms counted together."""
+
+from __future__ import annotations
+
+from memex.search.lexical import TermRarity, chunk_texts, search_chunks
+from memex.search.wordrank import average_length, rerank
+from memex.store.queries import Filters
+
+
+def _store(conn, chunks: dict[str, str]) -> dict[str, int]:
+    """One session of one turn per chunk, written straight into SQLite; the turn id of each session."""
+    stamp = "2026-05-01T10:00:00.000Z"
+    turns = {}
+    with conn:
+        for session_id, text in chunks.items():
+            conn.execute(
+                "INSERT INTO sessions (session_id, agent, computer, project_dir, title, started_at, updated_at) "
+                "VALUES (?, 'claude', 'testbox', '/home/dev/shop', 't', ?, ?)",
+                (session_id, stamp, stamp),
+            )
+            turns[session_id] = conn.execute(
+                "INSERT INTO turns (session_id, line_index, end_line_index, kind, prompt_text, full_text, started_at) "
+                "VALUES (?, 0, 1, 'prompt', 'p', ?, ?)",
+                (session_id, text, stamp),
+            ).lastrowid
+            conn.execute(
+                "INSERT INTO chunks (turn_id, chunk_index, content) VALUES (?, 0, ?)", (turns[session_id], text)
+            )
+    return turns
+
+
+def test_two_rare_words_outrank_a_common_word_repeated_in_its_forms(conn) -> None:
+    """Asked "adopting a zebrafish, painting": the chunk holding both rarer words ("adopted", an inflected
+    form, and "zebrafish") comes before the one repeating the common word "painting" in four forms. FTS5's
+    `bm25()` scores each form as a term of its own, each saturating apart, and ranks the repetition first;
+    one term per word does not."""
+    forms = ("paint", "paints", "painted", "painting")
+    chunks = {f"paint-{form}-{i}": f"the {form} of the hallway {i}" for form in forms for i in range(8)}
+    chunks.update({f"rare-{i}": f"they adopted a plan {i}" for i in range(3)})
+    chunks.update({f"fish-{i}": f"a zebrafish tank {i}" for i in range(3)})
+    chunks["repeats"] = "paint paints painted painting paint paints painted painting"
+    chunks["answers"] = "we adopted a zebrafish"
+    turns = _store(conn, chunks)
+    query = "adopting a zebrafish, painting"
+    rarity = TermRarity(conn)
+    hits = search_chunks(conn, query, Filters(), 50, stems=True, rarity=rarity)
+    plain = [hit.turn_id for hit in hits]
+    assert plain.index(turns["repeats"]) < plain.index(turns["answers"])  # what FTS5's order gives
+
+    ranked = rerank(conn, query, hits, chunk_texts(conn, [hit.chunk_id for hit in hits]), rarity)
+    order = [hit.turn_id for hit in ranked]
+    assert order[0] == turns["answers"] and order.index(turns["repeats"]) > 0
+    assert sorted(order) == sorted(plain)  # the same hits, none found or lost
+    assert [hit.rank for hit in ranked] == list(range(1, len(ranked) + 1))
+    assert [hit.score for hit in ranked] == sorted((hit.score for hit in ranked), reverse=True)
+
+
+def test_average_length_is_fts5s_own_total(conn) -> None:
+    """The mean chunk length BM25 normalises by is the one FTS5 keeps (its token totals)."""
+    _store(conn, {"a": "one two three", "b": "four five six seven eight", "c": "naïve café"})
+    assert average_length(conn) == (3 + 5 + 2) / 3
