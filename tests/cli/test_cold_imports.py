@@ -110,7 +110,7 @@ def run_with_teardown_mark(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_read_commands_end_without_interpreter_teardown(indexed: None) -> None:
     """A command that only reads ends with `os._exit` once its output is out: whole output, its exit status
-    (an error's too), no teardown. A command that writes, or `--version`, ends normally."""
+    (an error's too), no teardown. `--version` ends normally."""
     listed = run_with_teardown_mark("sessions", "list")
     assert listed.returncode == 0 and "teardown" not in listed.stdout
     assert listed.stdout.startswith(" session ") and len(listed.stdout.splitlines()) > 2
@@ -119,3 +119,13 @@ def test_read_commands_end_without_interpreter_teardown(indexed: None) -> None:
     refused = run_with_teardown_mark("search", "todo", "--since", "not a date")
     assert refused.returncode != 0 and "memex: error" in refused.stderr and "teardown" not in refused.stdout
     assert "teardown" in run_with_teardown_mark("--version").stdout
+
+
+def test_an_index_ends_without_interpreter_teardown_once_its_writes_are_committed(run) -> None:
+    """`memex index` (no worker pool) ends with `os._exit` once click closed the store: its summary is whole
+    and what it wrote is there for the next process, which finds every file unchanged."""
+    first = run_with_teardown_mark("index", "--no-embed", str(HILLVIEW), str(CODEX))
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "teardown" not in first.stdout and "mirrors written" in first.stdout
+    again = index_json(run, HILLVIEW, CODEX)
+    assert again["files"] > 0 and again["files_changed"] == 0 and again["sessions"] > 0
