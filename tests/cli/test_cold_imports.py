@@ -149,8 +149,8 @@ main()
 
 def test_no_collection_runs_while_the_cli_is_imported_nor_while_an_index_walks(indexed: None) -> None:
     """The collector is off while the CLI's modules are imported and while `memex index` finds what is on
-    disk and what the store holds (objects that hold no cycle and last the whole run): it ran ~110 times
-    there, over tens of thousands of objects (~15 ms of a run over 20,000 transcripts)."""
+    disk and what the store holds (objects that hold no cycle and last the whole run): it ran ~70 times
+    there, over tens of thousands of objects."""
     result = subprocess.run(
         [sys.executable, "-c", COLLECTIONS_WATCHED, "index", "--no-embed", str(HILLVIEW), str(CODEX)],
         capture_output=True,
