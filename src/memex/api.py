@@ -87,7 +87,9 @@ class Discovery(Record):
     @property
     def total_bytes(self) -> int:
         return sum(_size(t.read_path) for t in self.transcripts) + sum(
-            self.known[p].file_size for p in self.unchanged if self.known
+            self.known[p][0]
+            for p in self.unchanged
+            if self.known  # its file size (`StoredStream`)
         )
 
 

@@ -110,7 +110,7 @@ def run_with_teardown_mark(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_read_commands_end_without_interpreter_teardown(indexed: None) -> None:
     """A command that only reads ends with `os._exit` once its output is out: whole output, its exit status
-    (an error's too), no teardown. A command that writes, or `--version`, ends normally."""
+    (an error's too), no teardown. `--version` ends normally."""
     listed = run_with_teardown_mark("sessions", "list")
     assert listed.returncode == 0 and "teardown" not in listed.stdout
     assert listed.stdout.startswith(" session ") and len(listed.stdout.splitlines()) > 2
@@ -119,3 +119,43 @@ def test_read_commands_end_without_interpreter_teardown(indexed: None) -> None:
     refused = run_with_teardown_mark("search", "todo", "--since", "not a date")
     assert refused.returncode != 0 and "memex: error" in refused.stderr and "teardown" not in refused.stdout
     assert "teardown" in run_with_teardown_mark("--version").stdout
+
+
+def test_an_index_ends_without_interpreter_teardown_once_its_writes_are_committed(run) -> None:
+    """`memex index` (no worker pool) ends with `os._exit` once click closed the store: its summary is whole
+    and what it wrote is there for the next process, which finds every file unchanged."""
+    first = run_with_teardown_mark("index", "--no-embed", str(HILLVIEW), str(CODEX))
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "teardown" not in first.stdout and "mirrors written" in first.stdout
+    again = index_json(run, HILLVIEW, CODEX)
+    assert again["files"] > 0 and again["files_changed"] == 0 and again["sessions"] > 0
+
+
+COLLECTIONS_WATCHED = """
+import gc, sys
+def watch(phase, info):
+    frame, names = sys._getframe(1), []
+    while frame is not None:
+        names.append((frame.f_code.co_filename.endswith("cli/entry.py"), frame.f_code.co_name))
+        frame = frame.f_back
+    imports = any(name == "<module>" for _, name in names) and (True, "main") in names
+    if phase == "start" and (imports or any(name == "discover" for _, name in names)):
+        print("collected in", [name for _, name in names][:3], file=sys.stderr)
+gc.callbacks.append(watch)
+from memex.cli.entry import main
+main()
+"""
+
+
+def test_no_collection_runs_while_the_cli_is_imported_nor_while_an_index_walks(indexed: None) -> None:
+    """The collector is off while the CLI's modules are imported and while `memex index` finds what is on
+    disk and what the store holds (objects that hold no cycle and last the whole run): it ran ~70 times
+    there, over tens of thousands of objects."""
+    result = subprocess.run(
+        [sys.executable, "-c", COLLECTIONS_WATCHED, "index", "--no-embed", str(HILLVIEW), str(CODEX)],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "files" in result.stdout
+    assert "collected in" not in result.stderr

@@ -143,11 +143,12 @@ def test_a_file_of_another_agent_named_is_indexed_as_that_agent(run, indexed: li
 
 
 def _imported_by_index(path: Path) -> set[str]:
-    """The modules a new `memex index --no-embed PATH` process imports."""
+    """The modules a new `memex index --no-embed PATH` process imports (listed at its exit: the run's
+    `os._exit`, which would skip that, is turned off)."""
     modules = "import atexit, sys; atexit.register(lambda: print(*sys.modules, file=sys.stderr))"
+    run = "import memex.cli.main as cli; cli.FAST_EXIT = frozenset(); cli.main()"
     result = subprocess.run(
-        [sys.executable, "-c", f"{modules}; from memex.cli.entry import main; main()", "index", "--no-embed",
-         str(path)],
+        [sys.executable, "-c", f"{modules}; {run}", "index", "--no-embed", str(path)],
         capture_output=True, text=True, env=os.environ,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]

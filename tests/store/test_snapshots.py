@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memex.ingest.indexer import discover, index_transcripts
-from memex.ingest.state import stored_streams
+from memex.ingest.state import AGENT, FILE_SIZE, stored_streams
 from memex.store import snapshots, streams
 from memex.store.archive import archive_rows
 from memex.store.db import connect, connect_readonly
@@ -19,7 +19,7 @@ FILES = 12
 
 
 def truth(conn) -> dict[str, tuple]:  # type: ignore[no-untyped-def]
-    """The store's streams read row by row, as `stored_streams` gives them (a named tuple equals a tuple)."""
+    """The store's streams read row by row, as `stored_streams` gives them."""
     return {row[5]: row for row in streams.every_stream(conn)}
 
 
@@ -84,10 +84,10 @@ def test_changes_written_by_another_connection_after_the_snapshot_are_seen(conn,
     known = stored_streams(conn)
     assert known == truth(conn)
     assert snapshot_at(conn) == at  # read through the snapshot and its log, not row by row
-    assert known[paths[ids[0]]].file_size == truth(conn)[paths[ids[0]]][0]
+    assert known[paths[ids[0]]][FILE_SIZE] == truth(conn)[paths[ids[0]]][0]
     assert paths[ids[2]] not in known and "/moved/x.jsonl" in known
     assert paths[ids[3]] not in known and "/new/one.jsonl" in known
-    assert known["/sub/a1.jsonl"].agent == "codex" and known[paths[ids[4]]].agent == "codex"
+    assert known["/sub/a1.jsonl"][AGENT] == "codex" and known[paths[ids[4]]][AGENT] == "codex"
     assert "/sub/a2.jsonl" not in known and paths[ids[5]] not in known
 
 

@@ -23,7 +23,15 @@ from typing import TYPE_CHECKING
 
 from memex.config import Config
 from memex.ingest.report import IDLE, FileReport
-from memex.ingest.state import StoredStream, is_copy_id, stored_streams
+from memex.ingest.state import (
+    AGENT_ID,
+    FILE_MTIME_NS,
+    FILE_SIZE,
+    SESSION_ID,
+    StoredStream,
+    is_copy_id,
+    stored_streams,
+)
 from memex.plain import Record
 from memex.sources import ADAPTERS, AGENTS, adapter
 from memex.sources.files import Sieve, Skipped
@@ -51,8 +59,8 @@ WORKER_NICENESS = 10
 # Parsed files waiting to be written, per worker: keeps the workers busy while bounding memory.
 QUEUE_PER_WORKER = 8
 # What counting tens of thousands of unchanged streams reads of each (without a Python-level call).
-_SESSION_ID = operator.attrgetter("session_id")
-_AGENT_ID = operator.attrgetter("agent_id")
+_SESSION_ID = operator.itemgetter(SESSION_ID)
+_AGENT_ID = operator.itemgetter(AGENT_ID)
 # Agents are offered files given by hand in the order of `AGENTS` (the most common first).
 _AGENT_ORDER = {agent: n for n, agent in enumerate(AGENTS)}
 
@@ -252,7 +260,7 @@ def sieve_known(
         pending |= pending_streams(conn)
     if not pending:
         return known
-    return {path: s for path, s in known.items() if (s.session_id, s.agent_id) not in pending}
+    return {path: s for path, s in known.items() if (s[SESSION_ID], s[AGENT_ID]) not in pending}
 
 
 def index_transcripts(
@@ -337,15 +345,15 @@ def unchanged_report(
     the file's `stat` without a query; None when that cannot be told so cheaply (`plan_ingest` decides)."""
     stored = known.get(str(transcript.path))  # stored paths are real paths, as discovery names files
     agent_id = transcript.subagent_id or ""
-    if stored is None or stored.agent_id != agent_id:
+    if stored is None or stored[AGENT_ID] != agent_id:
         return None
-    if agent_id and not is_copy_id(stored.session_id, transcript.session_id):  # a subagent of a copy: `<id>-…`
+    if agent_id and not is_copy_id(stored[SESSION_ID], transcript.session_id):  # a subagent of a copy: `<id>-…`
         return None
-    if stat is None or (stat.st_size, stat.st_mtime_ns) != (stored.file_size, stored.file_mtime_ns):
+    if stat is None or (stat.st_size, stat.st_mtime_ns) != (stored[FILE_SIZE], stored[FILE_MTIME_NS]):
         return None
     if not agent_id:
-        claimed.setdefault(stored.session_id, str(transcript.path))
-    return FileReport(transcript.path, stored.session_id, agent_id, "unchanged", size=stat.st_size)
+        claimed.setdefault(stored[SESSION_ID], str(transcript.path))
+    return FileReport(transcript.path, stored[SESSION_ID], agent_id, "unchanged", size=stat.st_size)
 
 
 def _init_worker() -> None:
@@ -506,9 +514,9 @@ def backfill_tool_outputs(
     done = 0
     for transcript in transcripts:
         stored = known.get(str(transcript.path))
-        if stored is None or (stored.session_id, stored.agent_id) not in pending:
+        if stored is None or (stored[SESSION_ID], stored[AGENT_ID]) not in pending:
             continue
-        session_id, agent_id = stored.session_id, stored.agent_id
+        session_id, agent_id = stored[SESSION_ID], stored[AGENT_ID]
         row = conn.execute("SELECT project_dir FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
         plan = Plan(transcript, session_id, agent_id, "new", project_dir=row[0] if row else None)
         try:

@@ -124,10 +124,15 @@ def _snapshot(cursor: sqlite3.Cursor, kind: str) -> tuple[int, bytes] | tuple[()
     """(last change, data) of the snapshot of `kind`; () when there is none yet; None on a store that has
     no snapshots (not migrated: only a read-only connection sees one)."""
     try:
-        found = cursor.execute("SELECT last_change, data FROM snapshots WHERE kind = ?", (kind,)).fetchone()
+        found = cursor.execute("SELECT rowid, last_change FROM snapshots WHERE kind = ?", (kind,)).fetchone()
     except sqlite3.OperationalError:
         return None
-    return found or ()
+    if not found:
+        return ()
+    # Read as a blob, straight into the one bytes object: a column's value is first copied whole into
+    # SQLite's memory (3.5 MB at 20,000 streams: ~2 ms and 900 page faults more).
+    with cursor.connection.blobopen("snapshots", "data", found[0], readonly=True) as blob:
+        return found[1], blob.read()
 
 
 def _logged(cursor: sqlite3.Cursor, kind: str, columns: str, since: int) -> list[tuple[Any, ...]] | None:
