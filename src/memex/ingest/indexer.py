@@ -320,15 +320,38 @@ def index_transcripts(
         else []
     )
     work = [p for p in plans if p.status not in IDLE]
+    _record_moves(conn, [p for p in plans if p.moved is not None])
     if len(work) >= PARALLEL_MIN_FILES and sum(p.size - p.state.resume_offset for p in work) >= PARALLEL_MIN_BYTES:
         _index_in_parallel(conn, config, plans, work, workers, done)
     else:
-        for transcript, unchanged_file in zip(transcripts, quick, strict=True):
+        planned: list[Plan | None] = list(plans) or [None] * len(transcripts)
+        for transcript, unchanged_file, plan in zip(transcripts, quick, planned, strict=True):
+            if unchanged_file is None and plan is not None and plan.status in IDLE:
+                unchanged_file = _idle(conn, config, plan)  # planned already: not planned again
             done(transcript, unchanged_file or ingest_isolated(conn, config, transcript))
     report.mirrors += backfill_mirrors(conn)
     report.tool_output_streams += backfill_tool_outputs(conn, config, transcripts, known)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _record_moves(conn: sqlite3.Connection, plans: list[Plan]) -> None:
+    """Record the new paths of the unchanged transcripts that moved (`memex.ingest.moves`), in one
+    transaction: a store copied from elsewhere moves every one of them at once."""
+    if plans:
+        from memex.ingest.pipeline import record_moved
+
+        with transaction(conn):
+            for plan in plans:
+                record_moved(conn, plan)
+
+
+def _idle(conn: sqlite3.Connection, config: Config, plan: Plan) -> FileReport:
+    """The report of a file planned as needing no work, as `ingest_transcript` gives it (its move is
+    recorded: `_record_moves`)."""
+    from memex.ingest.pipeline import archived, idle_report
+
+    return archived(conn, config, plan.transcript, idle_report(plan))
 
 
 def _stat(path: Path) -> os.stat_result | None:

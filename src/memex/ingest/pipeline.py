@@ -28,6 +28,7 @@ from memex.config import Config
 from memex.digest import blake2b
 from memex.errors import StoreError, interrupt_behind
 from memex.ingest.chunks import chunk_text
+from memex.ingest.moves import record_move, stored_path
 from memex.ingest.prs import pull_requests
 from memex.ingest.report import IDLE, FileReport
 from memex.ingest.state import StreamState, file_checks, is_append_of, is_copy_id, load_state, save_state
@@ -70,14 +71,16 @@ def _still_there(transcript_path: str) -> bool:
     return (path.with_name(name) if separator and name else path).exists()
 
 
-def _resolve_session_id(conn: sqlite3.Connection, transcript: Transcript, claimed: dict[str, str] | None = None) -> str:
+def _resolve_session_id(
+    conn: sqlite3.Connection, transcript: Transcript, key: str, claimed: dict[str, str] | None = None
+) -> str:
     """The session id a main transcript is stored under.
 
     Two different files claiming one session id (copied fixtures, a file written by a resumed session)
     must not overwrite each other: the later one gets an id derived from its path. `claimed` holds the
-    ids that files planned earlier in the same run will take (session id -> transcript path).
+    ids that files planned earlier in the same run will take (session id -> transcript path). `key` is the
+    file's real path.
     """
-    key = _path_key(transcript.path)
     row = conn.execute("SELECT session_id FROM sessions WHERE transcript_path = ?", (key,)).fetchone()
     if row:
         return row["session_id"]
@@ -103,7 +106,9 @@ def _shared_parts(one: str, other: str) -> int:
     return count
 
 
-def _subagent_session_id(conn: sqlite3.Connection, transcript: Transcript, claimed: dict[str, str] | None) -> str:
+def _subagent_session_id(
+    conn: sqlite3.Connection, transcript: Transcript, key: str, claimed: dict[str, str] | None
+) -> str:
     """The session a subagent transcript is stored under: of the sessions that claim its session id (the
     session itself, and copies of it found in other folders, whose ids `_resolve_session_id` derived from
     their path), the one whose main transcript lies nearest to it. Taken by the id it names, a copy's
@@ -117,7 +122,6 @@ def _subagent_session_id(conn: sqlite3.Connection, transcript: Transcript, claim
     near = [(sid, path) for sid, path in mains.items() if is_copy_id(sid, transcript.session_id)]
     if len(near) < 2:
         return transcript.session_id
-    key = _path_key(transcript.path)
     return max(near, key=lambda item: (_shared_parts(item[1], key), item[0] == transcript.session_id))[0]
 
 
@@ -403,7 +407,18 @@ def write_tool_outputs(conn: sqlite3.Connection, turn_id: int, turn: Turn) -> No
 class Plan(Record):
     """What the next ingest of one transcript must do, decided from its stored state and the file."""
 
-    __slots__ = ("agent_id", "error", "mtime_ns", "project_dir", "session_id", "size", "state", "status", "transcript")
+    __slots__ = (
+        "agent_id",
+        "error",
+        "moved",
+        "mtime_ns",
+        "project_dir",
+        "session_id",
+        "size",
+        "state",
+        "status",
+        "transcript",
+    )
 
     transcript: Transcript
     session_id: str
@@ -414,6 +429,7 @@ class Plan(Record):
     mtime_ns: int
     project_dir: str | None  # the session's project folder as stored
     error: str | None  # why a failed file cannot be read
+    moved: tuple[str, str] | None  # unchanged, found at a new path: (stored path, gone; it), `memex.ingest.moves`
 
     def __init__(
         self,
@@ -426,6 +442,7 @@ class Plan(Record):
         mtime_ns: int = 0,
         project_dir: str | None = None,
         error: str | None = None,
+        moved: tuple[str, str] | None = None,
     ) -> None:
         self.transcript = transcript
         self.session_id = session_id
@@ -436,6 +453,7 @@ class Plan(Record):
         self.mtime_ns = mtime_ns
         self.project_dir = project_dir
         self.error = error
+        self.moved = moved
 
     def same_work(self, other: Plan) -> bool:
         """True when `other` (planned later) asks for exactly this work."""
@@ -455,12 +473,13 @@ def plan_ingest(conn: sqlite3.Connection, transcript: Transcript, claimed: dict[
     ids the earlier ones will take.
     """
     agent_id = transcript.subagent_id or ""
+    key = _path_key(transcript.path)
     if agent_id:
-        session_id = _subagent_session_id(conn, transcript, claimed)
+        session_id = _subagent_session_id(conn, transcript, key, claimed)
     else:
-        session_id = _resolve_session_id(conn, transcript, claimed)
+        session_id = _resolve_session_id(conn, transcript, key, claimed)
     if claimed is not None and not agent_id:
-        claimed.setdefault(session_id, _path_key(transcript.path))
+        claimed.setdefault(session_id, key)
     plan = Plan(transcript, session_id, agent_id, "missing")
     if conn.execute("SELECT 1 FROM forgotten WHERE session_id = ? LIMIT 1", (session_id,)).fetchone():
         plan.status = "forgotten"  # the user asked memex to forget it: never read again
@@ -470,6 +489,9 @@ def plan_ingest(conn: sqlite3.Connection, transcript: Transcript, claimed: dict[
         state = load_state(conn, session_id, agent_id)
         if state and state.file_size == plan.size and state.file_mtime_ns == plan.mtime_ns:
             plan.status = "unchanged"
+            old = stored_path(conn, session_id, agent_id)
+            if old is not None and old != key and not _still_there(old):
+                plan.moved = (old, key)
             return plan
         if is_synthetic(transcript):  # a session in a database, a run of a history: read whole
             plan.status = "new" if state is None else "rewritten"
@@ -747,6 +769,13 @@ def _name_late_subagents(conn: sqlite3.Connection, agent: str, session_id: str) 
             )
 
 
+def record_moved(conn: sqlite3.Connection, plan: Plan) -> None:
+    """Within the caller's transaction: the new path of an unchanged transcript that moved (`plan.moved`), so
+    the next run finds it unchanged by path, at the cost of a `stat`."""
+    if plan.moved is not None:
+        record_move(conn, plan.session_id, plan.agent_id, *plan.moved, plan.size, plan.mtime_ns)
+
+
 def idle_report(plan: Plan) -> FileReport:
     """The report of a transcript that needs no work (unchanged) or cannot get any (missing, failed)."""
     report = FileReport(plan.transcript.path, plan.session_id, plan.agent_id, plan.status, plan.error, size=plan.size)
@@ -786,6 +815,7 @@ def ingest_planned(conn: sqlite3.Connection, config: Config, plan: Plan, parsed:
     with transaction(conn):
         current = plan_ingest(conn, plan.transcript)
         if current.status in IDLE:
+            record_moved(conn, current)
             report = idle_report(current)
         else:
             if parsed is None or not current.same_work(plan):
@@ -807,6 +837,7 @@ def ingest_transcript(conn: sqlite3.Connection, config: Config, transcript: Tran
         with transaction(conn):
             plan = plan_ingest(conn, transcript)
             if plan.status in IDLE:
+                record_moved(conn, plan)
                 segment = idle_report(plan)
             else:
                 try:

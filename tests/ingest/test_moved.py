@@ -1,0 +1,109 @@
+"""Transcripts that moved (the agents' folder renamed, a store copied from another place): the first run
+records their new paths and re-indexes nothing; the next finds every file unchanged by path, at stat cost.
+A copy (both paths on disk) is still a session of its own."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from corpus import FIXTURES, HILLVIEW
+from memex.api import Memex
+from memex.config import load_config
+
+LIVE = FIXTURES / "live" / "claude-2.1.330" / "projects" / "-home-dev-proj"  # a session with a subagents/ folder
+
+
+def _fill(projects: Path) -> int:
+    """Real transcripts (old-style sidechains and a new-style subagents folder); returns how many files."""
+    shutil.copytree(HILLVIEW, projects / HILLVIEW.name)
+    shutil.copytree(LIVE, projects / LIVE.name)
+    return len(list(projects.rglob("*.jsonl")))
+
+
+def _index(run, workers: str = "2") -> dict[str, object]:  # type: ignore[no-untyped-def]
+    result = run("index", "--no-embed", "--json", "--workers", workers)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def _stored(conn: sqlite3.Connection) -> dict[str, list[tuple[object, ...]]]:
+    """What must not change when files move: turns (their ids), chunks, mirrors and what waits to publish."""
+    queries = {
+        "turns": "SELECT id, session_id, agent_id, line_index FROM turns ORDER BY id",
+        "chunks": "SELECT id, turn_id FROM chunks ORDER BY id",
+        "entries": "SELECT count(*) FROM entries",
+        "mirrors": "SELECT * FROM mirror_records ORDER BY 1, 2",
+        "outbox": "SELECT count(*) FROM outbox",
+        "sessions": "SELECT session_id, title, started_at, ended_at, last_offset FROM sessions ORDER BY 1",
+    }
+    return {name: conn.execute(sql).fetchall() for name, sql in queries.items()}
+
+
+def _paths(conn: sqlite3.Connection) -> list[str]:
+    rows = conn.execute(
+        "SELECT transcript_path FROM sessions WHERE file_size IS NOT NULL "
+        "UNION ALL SELECT transcript_path FROM subagent_sessions UNION ALL SELECT source_path FROM archive_streams"
+    ).fetchall()
+    return [path for (path,) in rows]
+
+
+# One worker: each file planned and ingested in its own transaction; two: every file planned first, the moves
+# recorded together.
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_moved_folder_is_recorded_once_then_found_unchanged_by_path(
+    run, conn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: str
+) -> None:
+    old = tmp_path / "claude-projects"
+    files = _fill(old)
+    first = _index(run)
+    assert first["files"] == files and first["subagents"] >= 2
+    before = _stored(conn)
+
+    new = tmp_path / "renamed-projects"
+    os.rename(old, new)
+    monkeypatch.setenv("MEMEX_CLAUDE_DIR", str(new))
+    moved = _index(run, workers)
+    # Nothing re-indexed: no file read, no turn rebuilt (same ids), no mirror written or queued to publish.
+    assert (moved["files"], moved["files_changed"], moved["turns"], moved["bytes_read"]) == (files, 0, 0, 0)
+    assert (moved["mirrors"], moved["missing_files"], moved["sessions"]) == (0, 0, first["sessions"])
+    assert _stored(conn) == before
+    paths = _paths(conn)
+    assert paths and all(path.startswith(f"{new.resolve()}/") for path in paths)
+    assert conn.execute("SELECT count(*) FROM archive_streams WHERE source_gone_at IS NOT NULL").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM archive_pending").fetchone()[0] == 0
+
+    # The next run's walk finds every file as the store holds it, by path: none is planned or read.
+    found = Memex(load_config(), conn).discover()
+    assert (found.transcripts, len(found.unchanged)) == ([], files)
+    again = _index(run, workers)
+    assert (again["files"], again["files_changed"], again["turns"]) == (files, 0, 0)
+    assert _stored(conn) == before
+
+    session = next(p for p in HILLVIEW.glob("*.jsonl") if not p.name.startswith("agent-")).stem
+    raw = run("show", session, "--raw")
+    assert raw.exit_code == 0, raw.output
+    assert raw.stdout == (new / HILLVIEW.name / f"{session}.jsonl").read_text()
+
+
+def test_a_copy_beside_its_original_stays_a_session_of_its_own(run, conn, tmp_path: Path) -> None:
+    projects = tmp_path / "claude-projects"
+    files = _fill(projects)
+    first = _index(run)
+    paths = sorted(_paths(conn))
+
+    shutil.copytree(projects / LIVE.name, projects / "-home-dev-proj-copy")  # same sizes and times
+    copied = _index(run)
+    copies = len(list(LIVE.rglob("*.jsonl")))
+    assert (copied["files"], copied["files_changed"]) == (files + copies, copies)
+    assert copied["sessions"] == first["sessions"] + 2  # the copies' sessions under ids of their own
+    # The originals stay where they were read; the copies are stored beside them.
+    assert set(paths) <= set(_paths(conn))
+    assert len(_paths(conn)) == len(paths) + 2 * copies  # a stream and an archive copy each
+    again = _index(run)
+    assert (again["files"], again["files_changed"]) == (files + copies, 0)
