@@ -3,6 +3,7 @@
     uv run python bench/walk.py                    # 20,000 transcripts, 5 runs of each measure
     uv run python bench/walk.py --files 2000 --runs 3
     uv run python bench/walk.py --instructions     # also the user-space instructions, by valgrind
+    uv run python bench/walk.py --store OTHER.db   # start from a copy of another store of the same files
 
 The last row names the grown transcript (`memex index PATH`, what the Stop hook does and what a peer that
 re-indexes "the one file" does): no folder is walked.
@@ -15,6 +16,10 @@ file-system calls are counted by strace (stat / lstat / open / readlink of any k
 CPU time on a machine shared with other jobs is inflated (the table's title gives the load average);
 `--instructions` adds the instructions the process executes in user space (valgrind's callgrind, one more
 run, ~50x slower), a figure other jobs do not change.
+
+`--store` first copies a store of these transcripts made elsewhere (another worktree's bench store, whose
+paths name that worktree's files) over the bench's: its first run finds every transcript at a path the store
+does not know, and records where each moved (`memex.ingest.moves`). The table's first row is that run.
 """
 
 from __future__ import annotations
@@ -135,10 +140,16 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--instructions", action="store_true", help="Also count instructions (valgrind).")
+    parser.add_argument("--store", type=Path, help="Start from a copy of this store (made of the same files).")
     args = parser.parse_args()
     root = CACHE / f"walk-{args.files}"
     env = environment(root)
     index = [str(MEMEX), "index", "--no-embed"]
+    if args.store:
+        database = root / "home" / "memex.db"
+        for stale in (database.with_name("memex.db-wal"), database.with_name("memex.db-shm")):
+            stale.unlink(missing_ok=True)
+        shutil.copyfile(args.store, database)
     if not (root / "home" / "memex.db").exists():
         shutil.rmtree(root, ignore_errors=True)
         console.print(f"writing {args.files:,} transcripts and backfilling them (once) …", style="dim")
@@ -183,8 +194,11 @@ def main() -> None:
         with changed.open("a") as handle:
             handle.write(turn(session, 1000 + 2 * appended[0] + int(time.time()) % 1000 * 100, "/home/dev/p0"))
 
+    first = cpu_of(index, env)
+    if args.store:  # a row of one run: the store's first run here, as copied
+        rows.append(["`memex index`, the copied store's first run", *(f"{t * 1000:.0f}" for t in first)])
+        rows[-1] += ["-"] * (4 + args.instructions)
     measure("`memex --version` (start-up alone)", [str(MEMEX), "--version"])
-    cpu_of(index, env)
     measure("`memex index`, nothing changed", index)
     measure("`memex index`, one transcript grew by a turn", index, append_one)
     # What the Stop hook and a peer's re-index do: the one file is named, no folder is walked.
