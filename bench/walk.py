@@ -29,6 +29,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -145,17 +146,23 @@ def main() -> None:
     root = CACHE / f"walk-{args.files}"
     env = environment(root)
     index = [str(MEMEX), "index", "--no-embed"]
-    if args.store:
-        database = root / "home" / "memex.db"
-        for stale in (database.with_name("memex.db-wal"), database.with_name("memex.db-shm")):
-            stale.unlink(missing_ok=True)
-        shutil.copyfile(args.store, database)
     if not (root / "home" / "memex.db").exists():
         shutil.rmtree(root, ignore_errors=True)
         console.print(f"writing {args.files:,} transcripts and backfilling them (once) …", style="dim")
         build(root, args.files)
         seconds = cpu_of([*index, "--workers", "2"], env)[1]
         console.print(f"backfilled in {seconds:.0f} s", style="dim")
+    if args.store:  # over the bench's own store, through SQLite (what waits in the other's WAL comes too)
+        database = root / "home" / "memex.db"
+        for stale in (database.with_name("memex.db-wal"), database.with_name("memex.db-shm")):
+            stale.unlink(missing_ok=True)
+        database.unlink()
+        source, target = sqlite3.connect(args.store), sqlite3.connect(database)
+        try:
+            source.backup(target)
+        finally:
+            source.close()
+            target.close()
     changed = next((root / "projects").glob("*/*.jsonl"))
     session = changed.stem
     rows = []

@@ -177,6 +177,9 @@ class Memex:
             archive = bool(self.config.archive_enabled)
             sieve = sieve_known(conn, known, archive) if conn is not None and known else None
             transcripts = discover(roots, skipped, sieve, unchanged)
+            if not paths:  # the agents' own folders: a transcript that moved there takes its stream's path
+                for transcript in transcripts:
+                    transcript.walked = True
         found = Discovery(roots, transcripts, skipped, [], defaults=not paths, unchanged=unchanged, known=known)
         found.seconds = time.perf_counter() - started
         # The files given by hand that no agent claimed (and that were not passed over as unreadable).

@@ -107,3 +107,26 @@ def test_a_copy_beside_its_original_stays_a_session_of_its_own(run, conn, tmp_pa
     assert len(_paths(conn)) == len(paths) + 2 * copies  # a stream and an archive copy each
     again = _index(run)
     assert (again["files"], again["files_changed"]) == (files + copies, 0)
+
+
+def test_a_backup_named_by_hand_takes_no_path_and_the_returning_original_keeps_its_sessions(
+    run, conn, tmp_path: Path
+) -> None:
+    """A folder named on the command line may be a backup the original comes back beside (a drive
+    unmounted, a folder renamed for a while): indexing it while the original is away records no move, so the
+    original, back, is still the sessions' file, not a copy of the backup's."""
+    projects = tmp_path / "claude-projects"
+    _fill(projects)
+    first = _index(run)
+    paths = sorted(_paths(conn))
+    backup = tmp_path / "backup"
+    shutil.copytree(projects, backup)  # same sizes and times
+    away = tmp_path / "away"
+    os.rename(projects, away)
+    named = run("index", "--no-embed", "--json", str(backup))
+    assert named.exit_code == 0 and json.loads(named.stdout)["files_changed"] == 0
+    assert sorted(_paths(conn)) == paths  # no move recorded
+    os.rename(away, projects)
+    back = _index(run)
+    assert (back["files_changed"], back["sessions"]) == (0, first["sessions"])
+    assert sorted(_paths(conn)) == paths

@@ -110,6 +110,18 @@ def test_at_mentions_are_paths_not_npm_packages(tmp_path: Path) -> None:
     ]
 
 
+def test_a_lowercase_two_part_mention_is_a_file_unless_the_prompt_speaks_of_packages(tmp_path: Path) -> None:
+    """`@bin/setup` (a script: no extension) is a file in a prompt that names no package manager; a version
+    (`@types/node@20`) makes a package anywhere."""
+    session = ClaudeSession(tmp_path / "s.jsonl", "f2", cwd="/home/dev/shop")
+    session.write(session.prompt("run @bin/setup then @script/server, and look at @types/node@20"))
+    _, (turn,) = build(session.path)
+    assert [path for path, tool in turn.files("/home/dev/shop") if tool == "at_mention"] == [
+        "bin/setup",
+        "script/server",
+    ]
+
+
 def test_packages_in_a_real_pasted_tool_output_are_not_mentions() -> None:
     """A real prompt pasting `knip` and `npx prisma` output: `@prisma/client@latest`, `@prisma/analytics`,
     `@biomejs/biome`, `@evilmartians/lefthook` are packages, and the turns mention no file."""

@@ -26,17 +26,19 @@ def test_version_13_package_mentions_go_and_paths_stay(run, home: Path, tmp_path
     folder = tmp_path / "claude-projects" / "-home-dev-shop"
     session = ClaudeSession(folder / f"{SESSION}.jsonl", SESSION)
     simple_turn(session, PROMPT, "done")
+    simple_turn(session, "run @bin/setup first", "ok")  # no word of packages: a script without extension
     assert run("index", str(folder.parent)).exit_code == 0
     path = load_config().db_path
     old = sqlite3.connect(path)
     turn_id, recorded = old.execute(
-        "SELECT turn_id, group_concat(file_path) FROM file_mentions WHERE tool_name = 'at_mention'"
+        "SELECT min(turn_id), group_concat(file_path) FROM file_mentions WHERE tool_name = 'at_mention'"
     ).fetchone()
-    assert sorted(recorded.split(",")) == sorted(PATHS)  # today's ingest leaves the packages out
+    assert sorted(recorded.split(",")) == sorted([*PATHS, "bin/setup"])  # today's ingest leaves packages out
+    script_turn = old.execute("SELECT turn_id FROM file_mentions WHERE file_path = 'bin/setup'").fetchone()[0]
     old.execute("DELETE FROM file_mentions")
     old.executemany(  # what version 13 had recorded
         "INSERT INTO file_mentions (turn_id, session_id, file_path, tool_name) VALUES (?, ?, ?, 'at_mention')",
-        [(turn_id, SESSION, p) for p in PACKAGES + PATHS],
+        [*((turn_id, SESSION, p) for p in PACKAGES + PATHS), (script_turn, SESSION, "bin/setup")],
     )
     old.execute(
         "INSERT INTO session_access_patterns (session_id, model_version, turns, files, max_turn_id, computed_at) "
@@ -53,4 +55,4 @@ def test_version_13_package_mentions_go_and_paths_stay(run, home: Path, tmp_path
         stale = conn.execute("SELECT stale FROM session_access_patterns WHERE session_id = ?", (SESSION,)).fetchone()
     finally:
         conn.close()
-    assert kept == PATHS and stale[0] == 1
+    assert kept == [*PATHS, "bin/setup"] and stale[0] == 1

@@ -165,9 +165,9 @@ def main() -> None:
         cli(prog_name="memex")
     except SystemExit as end:  # click ends every run so, its context (and the store) closed by then
         if _command(sys.argv[1:]) in FAST_EXIT and (end.code is None or isinstance(end.code, int)) and _no_pool():
-            with contextlib.suppress(OSError, ValueError):
-                sys.stdout.flush()
-                sys.stderr.flush()
+            for stream in (sys.stdout, sys.stderr):  # each its own: a closed pipe on one keeps the other's
+                with contextlib.suppress(OSError, ValueError):
+                    stream.flush()
             os._exit(end.code or 0)
         raise
 

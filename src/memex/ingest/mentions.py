@@ -49,13 +49,20 @@ def tool_paths(tool: ToolUse) -> Iterator[str]:
                 yield edit["file_path"]
 
 
+# What tells a prompt speaks of npm packages: an install command, package.json, pasted npm, knip or prisma
+# output ("Unused devDependencies"). Without it, `@bin/setup` is a file (a script has no extension).
+_NPM_CONTEXT = re.compile(r"npm|yarn|npx|node_modules|package\.json|dependenc|\bbunx\b|\bbun (?:add|i)", re.IGNORECASE)
+
+
 def at_mentions(text: str) -> list[str]:
     """Paths the user pointed at with `@path` in a prompt (a word with a `/` or a file extension), not npm
-    packages (`@scope/name`)."""
+    packages (`@scope/name` with a version, `@types/node@20`, or in a prompt that speaks of packages)."""
     found = []
+    npm = _NPM_CONTEXT.search(text) is not None
     for match in _AT_MENTION.finditer(text):
         candidate = match.group(1).rstrip(".")
-        if is_package(candidate):
+        versioned = text.startswith("@", match.end())
+        if (npm or versioned) and is_package(candidate):
             continue
         if "/" in candidate or _EXTENSION.search(candidate):
             found.append(candidate)

@@ -67,8 +67,10 @@ def _path_key(path: Path) -> str:
 def _still_there(transcript_path: str) -> bool:
     """Whether a stored transcript is still on disk (a session of a database: that database)."""
     path = Path(transcript_path)
+    if path.exists():  # a file (its name may hold a `#`)
+        return True
     name, separator, _ = path.name.rpartition("#")
-    return (path.with_name(name) if separator and name else path).exists()
+    return bool(separator and name) and path.with_name(name).exists()
 
 
 def _resolve_session_id(
@@ -490,7 +492,7 @@ def plan_ingest(conn: sqlite3.Connection, transcript: Transcript, claimed: dict[
         if state and state.file_size == plan.size and state.file_mtime_ns == plan.mtime_ns:
             plan.status = "unchanged"
             old = stored_path(conn, session_id, agent_id)
-            if old is not None and old != key and not _still_there(old):
+            if transcript.walked and old is not None and old != key and not _still_there(old):
                 plan.moved = (old, key)
             return plan
         if is_synthetic(transcript):  # a session in a database, a run of a history: read whole

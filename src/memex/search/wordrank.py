@@ -71,6 +71,8 @@ def average_length(conn: sqlite3.Connection) -> float:
     while len(values) < 2 and at < len(block):
         value = 0
         for step in range(9):
+            if at >= len(block):  # a record cut short: no average to trust
+                return 0.0
             byte = block[at]
             at += 1
             if step == 8:  # a ninth byte gives all its 8 bits

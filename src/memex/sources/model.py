@@ -173,7 +173,17 @@ class BadLine(Record):
 class Transcript(Record):
     """A transcript file found on disk, with the session it belongs to."""
 
-    __slots__ = ("agent", "agent_type", "aliases", "description", "path", "session_id", "source", "subagent_id")
+    __slots__ = (
+        "agent",
+        "agent_type",
+        "aliases",
+        "description",
+        "path",
+        "session_id",
+        "source",
+        "subagent_id",
+        "walked",
+    )
 
     path: Path
     agent: str  # "claude", "codex", "gemini"
@@ -189,6 +199,10 @@ class Transcript(Record):
     # The file to read when it is not `path`: the archive's restored copy of a transcript the agent deleted
     # (the session keeps `path` as its transcript).
     source: Path | None
+    # Found by walking the agents' own folders, not named by hand: only such a file takes over the path of a
+    # stream stored elsewhere whose file is gone (`memex.ingest.moves`). A folder named on the command line
+    # may be a backup the original comes back beside.
+    walked: bool
 
     def __init__(
         self,
@@ -200,6 +214,7 @@ class Transcript(Record):
         agent_type: str | None = None,
         description: str | None = None,
         source: Path | None = None,
+        walked: bool = False,
     ) -> None:
         self.path = path
         self.agent = agent
@@ -209,6 +224,7 @@ class Transcript(Record):
         self.agent_type = agent_type
         self.description = description
         self.source = source
+        self.walked = walked
 
     @property
     def read_path(self) -> Path:
