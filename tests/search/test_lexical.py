@@ -76,9 +76,10 @@ def test_an_english_word_finds_its_indexed_forms_not_the_words_its_stem_begins(c
     assert found("connecting wires") == {"dddd0000-connected"}
 
 
-def _store(conn, sessions: dict[str, list[str]]) -> None:
-    """Sessions of one turn each holding the given chunks, written straight into SQLite."""
+def _store(conn, sessions: dict[str, list[str]]) -> dict[str, int]:
+    """Sessions of one turn each holding the given chunks, written straight into SQLite; each one's turn id."""
     stamp = "2026-05-01T10:00:00.000Z"
+    turns = {}
     with conn:
         for session_id, chunks in sessions.items():
             conn.execute(
@@ -95,6 +96,8 @@ def _store(conn, sessions: dict[str, list[str]]) -> None:
                 "INSERT INTO chunks (turn_id, chunk_index, content) VALUES (?, ?, ?)",
                 [(turn_id, i, text) for i, text in enumerate(chunks)],
             )
+            turns[session_id] = turn_id
+    return turns
 
 
 def test_an_any_word_query_keeps_its_rarest_words_within_the_postings_budget(conn, monkeypatch) -> None:

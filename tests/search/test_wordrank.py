@@ -2,31 +2,16 @@
 
 from __future__ import annotations
 
+from test_lexical import _store as store_turns
+
 from memex.search.lexical import TermRarity, chunk_texts, search_chunks
 from memex.search.wordrank import average_length, rerank
 from memex.store.queries import Filters
 
 
 def _store(conn, chunks: dict[str, str]) -> dict[str, int]:
-    """One session of one turn per chunk, written straight into SQLite; the turn id of each session."""
-    stamp = "2026-05-01T10:00:00.000Z"
-    turns = {}
-    with conn:
-        for session_id, text in chunks.items():
-            conn.execute(
-                "INSERT INTO sessions (session_id, agent, computer, project_dir, title, started_at, updated_at) "
-                "VALUES (?, 'claude', 'testbox', '/home/dev/shop', 't', ?, ?)",
-                (session_id, stamp, stamp),
-            )
-            turns[session_id] = conn.execute(
-                "INSERT INTO turns (session_id, line_index, end_line_index, kind, prompt_text, full_text, started_at) "
-                "VALUES (?, 0, 1, 'prompt', 'p', ?, ?)",
-                (session_id, text, stamp),
-            ).lastrowid
-            conn.execute(
-                "INSERT INTO chunks (turn_id, chunk_index, content) VALUES (?, 0, ?)", (turns[session_id], text)
-            )
-    return turns
+    """One session of one turn and one chunk per entry; the turn id of each session."""
+    return store_turns(conn, {session_id: [text] for session_id, text in chunks.items()})
 
 
 def test_two_rare_words_outrank_a_common_word_repeated_in_its_forms(conn) -> None:
