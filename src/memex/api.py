@@ -86,11 +86,11 @@ class Discovery(Record):
 
     @property
     def total_bytes(self) -> int:
-        return sum(_size(t.read_path) for t in self.transcripts) + sum(
-            self.known[p][0]
-            for p in self.unchanged
-            if self.known  # its file size (`StoredStream`)
-        )
+        from memex.ingest.state import FILE_SIZE
+
+        known = self.known or {}
+        unchanged = sum(known[p][FILE_SIZE] for p in self.unchanged) if known else 0
+        return sum(_size(t.read_path) for t in self.transcripts) + unchanged
 
 
 class Memex:
