@@ -6,8 +6,9 @@ than a Stop hook's whole budget, so those runs go straight to `memex.hooks.event
 
 from __future__ import annotations
 
-import gc
 import sys
+
+from memex.collector import Paused
 
 
 def main() -> None:
@@ -19,10 +20,6 @@ def main() -> None:
     # The CLI's modules (click, rich, the store's) hold no garbage worth a collection: the collector, which
     # ran ~40 times over their new objects, is off while they are imported, and what they made is frozen
     # (never looked at again, nor by the collection at the interpreter's exit): ~10 ms of `memex --version`.
-    gc.disable()
-    try:
+    with Paused():
         from memex.cli.main import main as cli_main
-    finally:
-        gc.freeze()
-        gc.enable()
     cli_main()

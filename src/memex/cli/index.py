@@ -11,6 +11,7 @@ from rich.text import Text
 
 from memex.cli.app import App, count_type
 from memex.cli.render import byte_progress, print_summary
+from memex.collector import Paused
 from memex.errors import UserError
 from memex.ingest.report import IDLE
 from memex.sources import ADAPTERS
@@ -87,12 +88,8 @@ def index_command(
     # Discovery makes tens of thousands of objects that hold no cycle and live till the end (the stored
     # streams' rows, the paths found unchanged): the collector, which ran ~30 times over them (~5 ms at
     # 20,000 transcripts), is off meanwhile, and they are frozen with the imports once made.
-    gc.disable()
-    try:
+    with Paused():
         found = memex.discover(paths, agents, check_archive=check_archive)
-    finally:
-        gc.freeze()
-        gc.enable()
     with byte_progress(app.err, 0, "Indexing") as progress:
         task = progress.task_ids[0]
         unchanged = [0]  # bytes of unchanged files not yet shown: they move the bar in steps
