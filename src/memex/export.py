@@ -114,7 +114,7 @@ def to_html(item: Conversation) -> str:
     """A page with no script and no remote resource, light or dark as the reader's system is: messages'
     Markdown rendered as the viewer renders it (raw HTML shown as text, links only to web, mail or relative
     addresses, images as links), everything else escaped."""
-    from memex.web.markdown import markdown
+    from memex.markdown import markdown
 
     title = html.escape(plain_title(item.title or "") or "Untitled session")
     parts = [

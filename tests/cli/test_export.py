@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -103,3 +105,21 @@ def test_an_unwritable_output_is_one_line(run, shared: str, tmp_path: Path, wher
     """A missing folder or a full disk was an OSError's traceback."""
     result = run("export", shared, "-o", str(tmp_path / where))  # an absolute `where` stays itself
     assert result.exit_code == 2 and "cannot write" in result.stderr and message in result.stderr
+
+
+HTML_WITHOUT_THE_VIEWER = """
+import sys
+from memex.export import Conversation, to_html
+message = {"role": "assistant", "timestamp": None, "text": "**bold** and `code`"}
+page = to_html(Conversation("s1", "t", "claude", "box", None, None, None, [message], 0))
+assert "<strong>bold</strong>" in page and "<code>code</code>" in page, page
+print(sorted(name for name in sys.modules if name.startswith("memex.web")))
+"""
+
+
+def test_html_export_renders_markdown_without_the_web_viewer() -> None:
+    """The exported page renders Markdown as the viewer does, from a module of its own: exporting loads no
+    part of the web viewer (its templates, routes and server)."""
+    result = subprocess.run([sys.executable, "-c", HTML_WITHOUT_THE_VIEWER], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "[]"

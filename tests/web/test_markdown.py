@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memex.markdown import markdown
 from memex.redact import redact
-from memex.web.markdown import folded_markdown, markdown
+from memex.web.folding import folded_markdown
 from memex.web.render import FOLD_HEAD_CHARS
 from secret_corpus import CORPUS, Secret
 

@@ -21,6 +21,7 @@ from starlette.staticfiles import StaticFiles
 from memex.api import Memex
 from memex.config import Config
 from memex.errors import MemexError, UserError
+from memex.markdown import markdown
 from memex.mirrors.model import LABELS
 from memex.search.scoped import ROLES, SCOPES
 from memex.store.queries import Filters
@@ -33,7 +34,8 @@ from memex.textutil import (
     subagent_title,
     turn_numbers,
 )
-from memex.web import markdown, render
+from memex.web import render
+from memex.web.folding import folded_markdown
 from memex.web.guard import Guard
 
 if TYPE_CHECKING:
@@ -60,14 +62,14 @@ def _environment(config: Config) -> jinja2.Environment:
     env.filters["short"] = lambda sid: short_id(sid or "")
     env.filters["counted"] = counted
     env.filters["touches"] = render.touches
-    env.filters["markdown"] = markdown.markdown  # a message's Markdown, made safe (memex.web.markdown)
+    env.filters["markdown"] = markdown  # a message's Markdown, made safe (memex.markdown)
     env.globals["turn_numbers"] = turn_numbers
     env.tests["web_link"] = render.is_web_link
     env.globals["subagent_title"] = subagent_title  # `general-purpose "List project files" (a6464d48…)`
     env.globals["subagent_tally"] = subagent_tally  # `Explore ×2, general-purpose`
     env.globals["in_progress"] = in_progress  # a session's last turn, active within hours
     env.globals.update(marked=render.marked, folded=render.folded, labels=LABELS, this_computer=config.computer)
-    env.globals["folded_markdown"] = markdown.folded_markdown
+    env.globals["folded_markdown"] = folded_markdown
     return env
 
 
