@@ -217,6 +217,15 @@ ARGUMENT_ERRORS = [
     ("find_related", {"window": True}, "window must be a whole number from 1 to 20, not true"),
     ("find_related", {"min_shared": True}, "min_shared must be a whole number of 0 or more, not true"),
     ("search", {"query": True}, "query must be a non-empty string, not true"),
+    # A string where a number goes: JSON Schema's integer is no string, though pydantic read "5" as 5.
+    ("search", {"query": "x", "limit": "5"}, "limit must be a whole number from 1 to 50, not '5'"),
+    ("list_sessions", {"pr": "12"}, "pr must be a whole number of 1 or more, not '12'"),
+    (
+        "find_related",
+        {"window": "3", "min_shared": "1e0"},
+        "window must be a whole number from 1 to 20, not '3'; "
+        "min_shared must be a whole number of 0 or more, not '1e0'",
+    ),
     # Several mistakes in one call: each named, on one line.
     (
         "search",

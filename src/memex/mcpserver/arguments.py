@@ -5,9 +5,10 @@ report: several lines per argument, the error codes and a link to pydantic's doc
 answers it with one line naming each bad argument, what it takes (read from the tool's input schema, the
 same the agent was given) and what it got: "limit must be a whole number from 1 to 100, not -5".
 
-Two mistakes pass pydantic's lax validation and are caught first, against the same schema: an argument the
-tool does not take (pydantic drops it, so a misspelled filter silently searched everything) and a boolean
-where a number is expected (a bool is an int to Python: `limit: true` read as 1).
+Three mistakes pass pydantic's lax validation and are caught first, against the same schema: an argument the
+tool does not take (pydantic drops it, so a misspelled filter silently searched everything), a boolean
+where a number is expected (a bool is an int to Python: `limit: true` read as 1), and a string where the
+schema takes none (JSON Schema's "integer" is no string: pydantic read `limit: "5"` as 5, and `"1e3"` too).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from pydantic import ValidationError
 
 # A rejected value is echoed up to this many characters (a pasted log is not repeated whole).
 SHOWN_CHARS = 40
+# What pydantic's lax mode turns into another type: a bool into a number, a string into a number or a bool.
+LAX_TYPES = ("boolean", "string")
 
 
 class Server(MCPServer[Any]):
@@ -50,7 +53,7 @@ class Server(MCPServer[Any]):
 
 def screen(tool: str, arguments: dict[str, Any], schema: dict[str, Any]) -> str:
     """What pydantic would let through in `arguments`, in one line: each argument `schema` does not name,
-    and each boolean given where the schema takes no boolean; "" when there is none."""
+    and each boolean or string given where the schema takes no boolean or no string; "" when there is none."""
     properties: dict[str, Any] = schema.get("properties", {})
     lines: list[str] = []
     if unknown := [name for name in arguments if name not in properties]:
@@ -61,9 +64,14 @@ def screen(tool: str, arguments: dict[str, Any], schema: dict[str, Any]) -> str:
         takes = f"takes {', '.join(properties)}" if properties else "takes no arguments"
         lines.append(f"unknown argument{'s' if len(unknown) > 1 else ''} {', '.join(named)}: {tool} {takes}")
     for name, value in arguments.items():
-        if isinstance(value, bool) and name in properties and "boolean" not in types(properties[name]):
+        kind = json_type(value)
+        if kind in LAX_TYPES and name in properties and kind not in types(properties[name]):
             lines.append(f"{name} must be {expected(properties[name])}, not {shown(value)}")
     return "; ".join(lines)
+
+
+# Every type of JSON Schema: what a property that names none takes.
+ANY_TYPE = frozenset({"null", "boolean", "object", "array", "number", "integer", "string"})
 
 
 def types(prop: dict[str, Any]) -> set[str]:
@@ -75,10 +83,25 @@ def types(prop: dict[str, Any]) -> set[str]:
         elif "type" in branch:
             found.add(branch["type"])
         elif "enum" in branch:
-            found.update("boolean" for choice in branch["enum"] if isinstance(choice, bool))
+            found.update(json_type(choice) for choice in branch["enum"])
         else:
-            found.add("boolean")  # a branch of any type: a boolean is one
+            found.update(ANY_TYPE)  # a branch of any type
     return found
+
+
+def json_type(value: Any) -> str:
+    """The JSON Schema type of a value decoded from JSON ("integer" for a whole number)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
 
 
 def explain(error: ValidationError, schema: dict[str, Any]) -> str:
