@@ -116,6 +116,32 @@ def test_a_long_code_block_is_folded_closed_and_reopened() -> None:
     assert shown == [f"step {n} of the build" for n in range(200)]
 
 
+@pytest.mark.parametrize(
+    ("before", "indent", "after"),
+    [
+        ("1. Run the build:\n\n   ```text", "   ", "   ```\n\n2. Done."),  # a list item's code block
+        ("- ```text", "  ", "  ```\n- Done."),  # opened on the item's own line
+        ("- Build:\n  - then run:\n\n    ```text", "    ", "    ```\n\n- Done."),  # in a nested list: 4 spaces
+        ("> Here:\n>\n> ```text", "> ", "> ```\n\nDone."),  # in a quote
+    ],
+    ids=["list-item", "on-the-marker-line", "nested-list", "quote"],
+)
+def test_a_long_code_block_in_a_list_item_or_a_quote_is_folded_closed_and_reopened(
+    before: str, indent: str, after: str
+) -> None:
+    """The code block inside a container is closed as the container goes on, and its rest is code again: not
+    a paragraph of its lines, nor what follows the block swallowed by its closing fence read as an opener."""
+    code = "\n".join(f"{indent}step {n} of the build" for n in range(200))
+    fold = folded_markdown(f"Steps:\n\n{before}\n{code}\n{after}\n")
+    assert fold.rest
+    head, rest = str(markdown(fold.head)), str(markdown(fold.rest))
+    assert head.count('<pre><code class="language-text">') == 1 and "</code></pre>" in head
+    assert rest.removeprefix("<blockquote>\n").startswith('<pre><code class="language-text">')
+    assert rest.count("<pre>") == 1 and "Done." in rest.split("</code></pre>")[1]  # after the block, not in it
+    shown = re.findall(r"step (\d+) of the build", head + rest)
+    assert [int(n) for n in shown] == list(range(200)) and not re.search(r"\n +step", head + rest)
+
+
 def test_a_long_message_is_folded_between_blocks() -> None:
     text = "\n\n".join(f"- item {n}\n- more {n}" if n % 2 else f"Paragraph {n} " + "word " * 30 for n in range(40))
     fold = folded_markdown(text)

@@ -4,6 +4,7 @@ fences); the Markdown itself is rendered by `memex.markdown`."""
 from __future__ import annotations
 
 import itertools
+import re
 
 from memex.markdown import MD
 from memex.web.render import FOLD_CHARS, FOLD_HEAD_CHARS, Folded
@@ -12,22 +13,39 @@ from memex.web.render import FOLD_CHARS, FOLD_HEAD_CHARS, Folded
 def folded_markdown(text: str | None) -> Folded:
     """`render.folded` for Markdown: a long text cut at the start of its last top-level block within the
     head's size (a list, a table, a code block kept whole), or, when one block runs past it, at a line as
-    `folded` cuts; a code block cut so is closed in the head and opened again in the rest."""
+    `folded` cuts; a code block cut so (also one in a list item or a quote) is closed in the head and opened
+    again in the rest."""
     text = (text or "").replace("\r\n", "\n").replace("\r", "\n")
     if len(text) <= FOLD_CHARS:
         return Folded(text, "")
     starts = list(itertools.accumulate((len(line) + 1 for line in text.split("\n")), initial=0))
-    blocks = [(t, t.map) for t in MD.parse(text) if t.level == 0 and t.nesting >= 0 and t.map]
-    between = [starts[lines[0]] for _, lines in blocks if FOLD_HEAD_CHARS // 2 < starts[lines[0]] <= FOLD_HEAD_CHARS]
+    tokens = [t for t in MD.parse(text) if t.nesting >= 0 and t.map]
+    blocks = [t.map[0] for t in tokens if t.level == 0 and t.map]
+    between = [starts[line] for line in blocks if FOLD_HEAD_CHARS // 2 < starts[line] <= FOLD_HEAD_CHARS]
     if between:
         return Folded(text[: between[-1]], text[between[-1] :])
     cut = text.rfind("\n", 0, FOLD_HEAD_CHARS)
     cut = cut if cut > FOLD_HEAD_CHARS // 2 else FOLD_HEAD_CHARS
-    head, rest = text[:cut], text[cut:]
     last = text.count("\n", 0, cut)  # the head's last line
-    for token, (first, end) in blocks:  # `end`: the line after the closing fence
+    for token in tokens:
+        first, end = token.map or (0, 0)  # `end`: the line after the closing fence
         if token.type == "fence" and first <= last < end - 1:
-            opener = text[starts[first] : starts[first + 1] - 1]
-            indent = opener[: len(opener) - len(opener.lstrip())]
-            return Folded(f"{head}\n{indent}{token.markup}", opener + ("" if rest[:1] == "\n" else "\n") + rest)
-    return Folded(head, rest)
+            return _cut_fence(text, cut, token.markup, text[starts[first] : starts[first + 1] - 1], starts[end])
+    return Folded(text[:cut], text[cut:])
+
+
+# A list item's marker before a code block on its first line (`1. ```sh`): its lines are indented as wide.
+_LIST_MARKER = re.compile(r"[-*+]|\d{1,9}[.)]")
+
+
+def _cut_fence(text: str, cut: int, fence: str, opener: str, after: int) -> Folded:
+    """`text` cut at `cut`, inside the code block opened by the line `opener` and closed before `after`:
+    the block closed in the head as its container (a list item, a quote) goes on, and opened again in the
+    rest, at the top level when the container was a list item (its code lines unindented as much)."""
+    container = _LIST_MARKER.sub(lambda m: " " * len(m.group()), opener[: opener.index(fence)])
+    head = f"{text[:cut]}\n{container}{fence}"
+    rest = text[cut:]
+    if not container.strip():  # a list item's (or an indented) block: its lines lose the item's indent
+        opener = opener[len(container) :]
+        rest = re.sub(rf"(?<=\n) {{0,{len(container)}}}", "", text[cut:after]) + text[after:]
+    return Folded(head, opener + ("" if rest[:1] == "\n" else "\n") + rest)
