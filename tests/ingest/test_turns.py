@@ -122,6 +122,23 @@ def test_a_lowercase_two_part_mention_is_a_file_unless_the_prompt_speaks_of_pack
     ]
 
 
+def test_a_mention_in_a_usual_source_folder_is_a_file_though_the_prompt_speaks_of_packages(tmp_path: Path) -> None:
+    """`@src/utils`, `@lib/db`, `@scripts/release` are the project's files beside `npm install`; a package
+    named so is one with its version (`@app/cli@2`), and another scope stays a package."""
+    session = ClaudeSession(tmp_path / "s.jsonl", "f3", cwd="/home/dev/shop")
+    session.write(
+        session.prompt(
+            "after npm install, @src/utils and @lib/db fail; run @scripts/release, not @app/cli@2 or @acme/ui"
+        )
+    )
+    _, (turn,) = build(session.path)
+    assert [path for path, tool in turn.files("/home/dev/shop") if tool == "at_mention"] == [
+        "src/utils",
+        "lib/db",
+        "scripts/release",
+    ]
+
+
 def test_packages_in_a_real_pasted_tool_output_are_not_mentions() -> None:
     """A real prompt pasting `knip` and `npx prisma` output: `@prisma/client@latest`, `@prisma/analytics`,
     `@biomejs/biome`, `@evilmartians/lefthook` are packages, and the turns mention no file."""

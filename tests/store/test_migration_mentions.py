@@ -1,5 +1,6 @@
 """Migration 14: scoped npm packages recorded as @-mentioned files by earlier versions are removed, the
-paths a prompt @-mentioned are kept, and find-related computes the sessions that lost one again."""
+paths a prompt @-mentioned are kept (as today's ingest reads them), and find-related computes the sessions
+that lost one again."""
 
 from __future__ import annotations
 
@@ -7,18 +8,23 @@ import sqlite3
 from pathlib import Path
 
 from memex.config import load_config
+from memex.ingest.mentions import SOURCE_FOLDERS
 from memex.store.db import connect
 from transcripts import ClaudeSession, simple_turn
 
 SESSION = "5e55a0e1-0000-4000-8000-0000000000b1"
-# What versions before 14 recorded for `npm i -D @biomejs/biome @types/node` and pasted knip output.
-PACKAGES = ["biomejs/biome", "types/node", "prisma/client"]
+# What versions before 14 recorded for `npm i -D @biomejs/biome @types/node` and pasted knip output; a
+# scope named as a source folder with a version is a package too.
+PACKAGES = ["biomejs/biome", "types/node", "prisma/client", "app/cli"]
 # @-mentions that stay: a file, a folder (its `/` dropped when stored), a capital, a dot (a dotted name may
-# be a file), three parts.
+# be a file), three parts, and in each usual source folder, `@src/util` (though the prompt speaks of npm).
+IN_FOLDERS = [f"{folder}/util" for folder in sorted(SOURCE_FOLDERS)]
 PATHS = ["src/app.ts", "docs", "src/utils", "components/Button", "scope/name.js", "src/lib/util", "README.md"]
+PATHS += IN_FOLDERS
 PROMPT = (
     "look at @src/app.ts, @docs/, @src/utils/, @components/Button, @scope/name.js, @src/lib/util and "
-    "@README.md, then npm i -D @biomejs/biome @types/node @prisma/client"
+    f"@README.md, {' '.join('@' + path for path in IN_FOLDERS)}, then npm i -D @biomejs/biome @types/node "
+    "@prisma/client @app/cli@2"
 )
 
 

@@ -52,17 +52,24 @@ def tool_paths(tool: ToolUse) -> Iterator[str]:
 # What tells a prompt speaks of npm packages: an install command, package.json, pasted npm, knip or prisma
 # output ("Unused devDependencies"). Without it, `@bin/setup` is a file (a script has no extension).
 _NPM_CONTEXT = re.compile(r"npm|yarn|npx|node_modules|package\.json|dependenc|\bbunx\b|\bbun (?:add|i)", re.IGNORECASE)
+# A project's usual top folders: `@src/utils` is a file there even in a prompt that speaks of packages (a
+# package of such a scope is still one with its version, `@app/cli@2`). Migration 14 names them too.
+SOURCE_FOLDERS = frozenset(
+    {"src", "lib", "app", "apps", "test", "tests", "spec", "bin", "script", "scripts", "doc", "docs", "packages"}
+)
 
 
 def at_mentions(text: str) -> list[str]:
     """Paths the user pointed at with `@path` in a prompt (a word with a `/` or a file extension), not npm
-    packages (`@scope/name` with a version, `@types/node@20`, or in a prompt that speaks of packages)."""
+    packages (`@scope/name` with a version, `@types/node@20`, or in a prompt that speaks of packages when
+    the scope is no usual source folder: `@src/utils` stays a file)."""
     found = []
     npm = _NPM_CONTEXT.search(text) is not None
     for match in _AT_MENTION.finditer(text):
         candidate = match.group(1).rstrip(".")
         versioned = text.startswith("@", match.end())
-        if (npm or versioned) and is_package(candidate):
+        spoken_of = npm and candidate.partition("/")[0] not in SOURCE_FOLDERS
+        if (versioned or spoken_of) and is_package(candidate):
             continue
         if "/" in candidate or _EXTENSION.search(candidate):
             found.append(candidate)

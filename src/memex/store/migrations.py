@@ -722,18 +722,22 @@ MIGRATIONS: list[str] = [
     # @-mentioned files; `memex.ingest.mentions.is_package` leaves them out since, and those recorded before
     # go: `scope/name` in lowercase, one `/`, no dot (a dotted name may be a file: kept), written so in the
     # prompt (`@scope/name`, never `@scope/name/`: a folder's `/` was dropped when the path was stored), with
-    # a version (`@scope/name@1`) or in a prompt that speaks of packages (`@bin/setup` alone is a file). The
-    # sessions that lose one have their access patterns computed again (find-related).
+    # a version (`@scope/name@1`) or in a prompt that speaks of packages when the scope is no usual source
+    # folder (`@bin/setup` alone, `@src/utils` anywhere, is a file: `mentions.SOURCE_FOLDERS`). The sessions
+    # that lose one have their access patterns computed again (find-related).
     """
     CREATE TEMP TABLE package_mentions AS
         SELECT m.id, m.session_id FROM file_mentions AS m JOIN turns AS t ON t.id = m.turn_id
         WHERE m.tool_name = 'at_mention' AND m.file_path GLOB '[a-z0-9]*/[a-z0-9]*'
             AND m.file_path NOT GLOB '*/*/*' AND m.file_path NOT GLOB '*[^a-z0-9_/-]*'
             AND instr(t.prompt_text, '@' || m.file_path) > 0 AND instr(t.prompt_text, '@' || m.file_path || '/') = 0
-            AND (instr(t.prompt_text, '@' || m.file_path || '@') > 0 OR t.prompt_text LIKE '%npm%'
+            AND (instr(t.prompt_text, '@' || m.file_path || '@') > 0 OR (
+                substr(m.file_path, 1, instr(m.file_path, '/') - 1) NOT IN ('src', 'lib', 'app', 'apps', 'test',
+                    'tests', 'spec', 'bin', 'script', 'scripts', 'doc', 'docs', 'packages')
+                AND (t.prompt_text LIKE '%npm%'
                 OR t.prompt_text LIKE '%yarn%' OR t.prompt_text LIKE '%npx%' OR t.prompt_text LIKE '%node_modules%'
                 OR t.prompt_text LIKE '%package.json%' OR t.prompt_text LIKE '%dependenc%'
-                OR t.prompt_text LIKE '%bunx%' OR t.prompt_text LIKE '%bun add%' OR t.prompt_text LIKE '%bun i%');
+                OR t.prompt_text LIKE '%bunx%' OR t.prompt_text LIKE '%bun add%' OR t.prompt_text LIKE '%bun i%')));
     UPDATE session_access_patterns SET stale = 1
         WHERE session_id IN (SELECT session_id FROM temp.package_mentions);
     DELETE FROM file_mentions WHERE id IN (SELECT id FROM temp.package_mentions);
