@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -155,6 +156,71 @@ def test_stale_socket_file_is_refused(corpus, home: Path) -> None:
     leftover.close()  # the file stays, nobody listens
     reply = warm.ask(config, "recall", {"prompt": PROMPT})
     assert reply.answer is None and reply.reason == "refused" and reply.needs_server
+
+
+# Another process holding a lock file's lock, as a live server of other settings does, until its stdin ends.
+HOLDER = """
+import fcntl, os, sys
+lock = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(lock, fcntl.LOCK_EX)
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def server_files(home: Path, key: str) -> list[Path]:
+    return [home / f"warm-{key}.lock", warm.socket_path(home, key), warm.pid_path(home, key)]
+
+
+def leave_files(home: Path, key: str, pid: int) -> list[Path]:
+    """The files a server of `key` killed (or still running) has: its lock file, socket and pid file."""
+    lock, path, pid_file = server_files(home, key)
+    lock.touch()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    leftover = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    leftover.bind(str(path))
+    leftover.close()
+    pid_file.write_text(str(pid))
+    return [lock, path, pid_file]
+
+
+def test_a_starting_server_sweeps_the_files_of_servers_gone(corpus, home: Path) -> None:
+    """The lock file (and socket and pid file) of settings no longer used, of a killed server, and the
+    `warm.sock` of versions before one server per settings go when a server starts; those of a live server
+    of other settings stay, and a server that stops takes its own files with it."""
+    config = load_config()
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = leave_files(home, "deadbeef0001", int(gone.stdout))
+    legacy = [home / "warm.lock", home / "warm.sock", home / "warm.pid"]
+    for path in legacy:
+        path.write_text(gone.stdout)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(home / "warm-11fe5e771e55.lock")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        live = leave_files(home, "11fe5e771e55", holder.pid)
+        instance = warm.WarmServer(config, idle_seconds=60)
+        thread = threading.Thread(target=instance.serve, daemon=True)
+        thread.start()
+        assert wait_for(lambda: warm.ask(config, "ping", {}).answer is not None)
+        assert [path for path in dead + legacy if path.exists()] == []
+        assert all(path.exists() for path in live) and warm.servers(home) == {
+            instance.key: os.getpid(),
+            "11fe5e771e55": holder.pid,
+        }
+        instance.stopping.set()
+        thread.join(10)
+        assert [path for path in server_files(home, instance.key) if path.exists()] == []
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(10)
+    assert warm.sweep(home, instance.key) == ["11fe5e771e55"]  # its process gone, its files go next
+    assert [path for path in live if path.exists()] == []
 
 
 def test_long_home_puts_the_socket_in_the_temp_folder(tmp_path: Path) -> None:

@@ -13,7 +13,8 @@ MEMEX_* variables, `settings_stamp`): its socket, lock and pid file are named af
 have their own server instead of replacing each other's at every prompt (each then paying a cold start).
 A server still checks the fingerprint a client sends (`stale` on a mismatch), and it stops by itself when
 `config.toml` changes its settings: no client asks for them any more (as the daemon compares its settings
-with a reloaded `config.toml`'s). Servers for other environments exit on their idle timeout.
+with a reloaded `config.toml`'s). Servers for other environments exit on their idle timeout. A server removes
+its files as it exits, and one that starts sweeps those no live server holds (`sweep`).
 
 Protocol: one JSON line in (`{"v": stamp, "s": settings, "op": ..., "payload": {...}}`), one JSON line out
 (`{"ok": true, ...}` or `{"ok": false, "error": ...}`). Operations are registered in `OPERATIONS`, so
@@ -76,6 +77,81 @@ def _lock_path(home: Path, key: str) -> Path:
 
 def pid_path(home: Path, key: str) -> Path:
     return home / f"{PREFIX}{key}.pid"
+
+
+# Before one server per settings, a MEMEX_HOME had one server, its files `warm.{sock,lock,pid}`.
+LEGACY = "warm"
+
+
+def _files(home: Path, key: str | None) -> tuple[Path, list[Path]]:
+    """A server's lock file, and the files it makes once it holds the lock (its socket and pid file); key None
+    for the server of versions before one per settings."""
+    if key is not None:
+        return _lock_path(home, key), [socket_path(home, key), pid_path(home, key)]
+    legacy = [home / f"{LEGACY}.sock", home / f"{LEGACY}.pid"]
+    if len(str(legacy[0]).encode()) > MAX_SOCKET_PATH:  # its socket was in the temp folder then
+        import tempfile
+
+        from memex.digest import blake2b
+
+        digest = blake2b(str(home).encode(), digest_size=8).hexdigest()
+        legacy.append(Path(tempfile.gettempdir()) / f"memex-{os.getuid()}" / f"{digest}.sock")
+    return home / f"{LEGACY}.lock", legacy
+
+
+def take_lock(path: Path) -> int | None:
+    """A descriptor holding the exclusive lock of the lock file `path` (created if missing), or None while a
+    live process holds it. The lock is on the file: a lock file removed (`sweep`) after it was opened here is
+    no one's lock any more, so it is held only while `path` still names it, else the new file is tried."""
+    import fcntl
+
+    while True:
+        lock = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(lock)
+            return None
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(path).st_ino == os.fstat(lock).st_ino:
+                return lock
+        os.close(lock)
+
+
+def _remove(lock_path: Path, files: list[Path]) -> None:
+    """Remove a server's files while holding its lock, the lock file last: no server of it lives meanwhile."""
+    for path in files:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+    lock_path.unlink()
+
+
+def sweep(home: Path, keep: str) -> list[str]:
+    """Remove the files of the servers no process runs (a server of settings no longer used stopped, or was
+    killed: its lock file stayed; the server of versions before one per settings left `warm.sock`), all but
+    those of server `keep`; each one's lock is taken first, so a live server's files are never touched. The
+    keys swept ("warm" for the old server's files)."""
+    names = {path.name for path in home.glob(f"{LEGACY}*")}
+    keys: set[str | None] = {
+        name[len(PREFIX) :].rpartition(".")[0]
+        for name in names
+        if name.startswith(PREFIX) and name.endswith((".lock", ".sock", ".pid"))
+    }
+    keys.discard(keep)
+    if names & {f"{LEGACY}.{kind}" for kind in ("lock", "sock", "pid")}:
+        keys.add(None)
+    swept = []
+    for key in sorted(keys, key=str):
+        lock_path, files = _files(home, key)
+        lock = take_lock(lock_path)
+        if lock is None:
+            continue  # its server is alive
+        try:
+            _remove(lock_path, files)
+            swept.append(LEGACY if key is None else key)
+        finally:
+            os.close(lock)
+    return swept
 
 
 def code_stamp() -> str:
@@ -267,26 +343,21 @@ class WarmServer:
         return self.local.conn
 
     def serve(self) -> bool:
-        """Run until idle or stopped; False when another server already serves these settings."""
-        import fcntl
-
+        """Run until idle or stopped; False when another server already serves these settings. Its files go
+        with it (a killed server's are swept by the next one to start)."""
         home = self.config.home
         home.mkdir(parents=True, exist_ok=True)
-        lock = os.open(_lock_path(home, self.key), os.O_RDWR | os.O_CREAT, 0o600)
         # A server that is stopping (outdated) releases the lock within a tick: wait that long for it.
         deadline = time.monotonic() + 3 * TICK_SECONDS
-        while True:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    os.close(lock)
-                    return False
-                time.sleep(0.05)
+        while (lock := take_lock(_lock_path(home, self.key))) is None:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         identity = None
         try:
+            with contextlib.suppress(OSError):  # best effort: another server sweeps what is left
+                sweep(home, self.key)
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             with contextlib.suppress(FileNotFoundError):
                 self.path.unlink()
@@ -308,6 +379,8 @@ class WarmServer:
             with contextlib.suppress(OSError):
                 if pid_path(home, self.key).read_text().strip() == str(os.getpid()):
                     pid_path(home, self.key).unlink()
+            with contextlib.suppress(OSError):
+                _lock_path(home, self.key).unlink()  # still held: a server waiting for it takes the next one
             os.close(lock)
         return True
 
