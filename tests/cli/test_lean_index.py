@@ -68,6 +68,7 @@ def test_a_full_walk_finds_the_grown_and_the_new_transcript_without_the_cli(
     assert (report["files"], report["files_changed"], report["sessions"]) == (FILES + 2, 2, FILES + 1)
     assert report["subagents"] == 1
     assert cli_only(modules) == [] and "memex.cli.lean" in modules
+    assert "tempfile" not in modules  # imported only to restore an archived copy
     again = index_json(run, "--all")  # what the lean run wrote is the store's: nothing left to read
     assert (again["files"], again["files_changed"]) == (FILES + 2, 0)
     for words, session in (("backoff", sessions[2]), ("cache", new)):
