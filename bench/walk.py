@@ -4,6 +4,7 @@
     uv run python bench/walk.py --files 2000 --runs 3
     uv run python bench/walk.py --instructions     # also the user-space instructions, by valgrind
     uv run python bench/walk.py --store OTHER.db   # start from a copy of another store of the same files
+    PYTHONPATH=/tmp/old/src uv run python bench/walk.py   # another tree's code (`git archive REV src`): before/after
 
 The last row names the grown transcript (`memex index PATH`, what the Stop hook does and what a peer that
 re-indexes "the one file" does): no folder is walked.
@@ -11,8 +12,9 @@ re-indexes "the one file" does): no folder is walked.
 Writes `--files` small Claude Code transcripts (two turns each, 100 per project folder) into
 bench/.cache/walk-<files> and backfills them once (cached); then runs `memex index --no-embed` as a new
 process: with nothing changed, and after one turn was appended to one transcript. CPU is the process's
-user + system time (whole process, start-up included; `memex --version` gives the start-up alone); the
-file-system calls are counted by strace (stat / lstat / open / readlink of any kind) in one more run.
+user + system time (whole process, start-up included; `memex --version` gives the CLI's start-up, which
+`memex index` writing to pipes skips: `memex.cli.lean`); the file-system calls are counted by strace
+(stat / lstat / open / readlink of any kind) in one more run.
 CPU time on a machine shared with other jobs is inflated (the table's title gives the load average);
 `--instructions` adds the instructions the process executes in user space (valgrind's callgrind, one more
 run, ~50x slower), a figure other jobs do not change.

@@ -58,8 +58,9 @@ class Discovery(Record):
     skipped: list[Skipped]
     refused: list[Skipped]
     defaults: bool  # found in the agents' default folders (no paths given)
-    # Paths of the transcripts found as the store holds them (never read), and what the store holds.
-    unchanged: set[str]
+    # Paths of the transcripts found as the store holds them (never read), each with its stored row; and
+    # what the store holds.
+    unchanged: dict[str, StoredStream]
     known: dict[str, StoredStream] | None
     # How long finding them took: with nothing changed, most of a run (every file is stat'ed here).
     seconds: float
@@ -71,7 +72,7 @@ class Discovery(Record):
         skipped: list[Skipped] | None = None,
         refused: list[Skipped] | None = None,
         defaults: bool = False,
-        unchanged: set[str] | None = None,
+        unchanged: dict[str, StoredStream] | None = None,
         known: dict[str, StoredStream] | None = None,
         seconds: float = 0.0,
     ) -> None:
@@ -80,7 +81,7 @@ class Discovery(Record):
         self.skipped = [] if skipped is None else skipped
         self.refused = [] if refused is None else refused
         self.defaults = defaults
-        self.unchanged = set() if unchanged is None else unchanged
+        self.unchanged = {} if unchanged is None else unchanged
         self.known = known
         self.seconds = seconds
 
@@ -88,8 +89,7 @@ class Discovery(Record):
     def total_bytes(self) -> int:
         from memex.ingest.state import FILE_SIZE
 
-        known = self.known or {}
-        unchanged = sum(known[p][FILE_SIZE] for p in self.unchanged) if known else 0
+        unchanged = sum(row[FILE_SIZE] for row in self.unchanged.values())
         return sum(_size(t.read_path) for t in self.transcripts) + unchanged
 
 
@@ -160,7 +160,7 @@ class Memex:
             roots = default_roots(self.config, chosen)
         skipped: list[Skipped] = []
         conn = self._existing_conn()
-        unchanged: set[str] = set()
+        unchanged: dict[str, StoredStream] = {}
         if paths and not any(p.is_dir() for p in paths):
             if check_archive and conn is not None:
                 self._mark_lost_copies(conn, thorough=True)  # copied by the next run that walks their folders

@@ -164,6 +164,7 @@ def test_the_archive_sources_snapshot_misses_no_copy(conn, config, indexed) -> N
     finally:
         other.close()
     assert {"/moved/a.jsonl", "/new/b.jsonl"} <= snapshots.archive_sources(conn)
+    assert snapshots.archive_sources(conn, outside=every) == {"/moved/a.jsonl", "/new/b.jsonl"}
     found = {row.source_path for row in archive_rows(conn, outside=every)}
     assert found == {"/moved/a.jsonl", "/new/b.jsonl"}  # the copies whose source was not found
     assert archive_rows(conn, outside=every | found) == []

@@ -26,7 +26,6 @@ import fcntl
 import os
 import re
 import sqlite3
-import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -334,6 +333,8 @@ def _opened(stream: Stream, row: ArchiveRow | None, target: Path) -> tuple[Binar
         version = fingerprint(transcript)  # before the records: a change meanwhile is copied next time
         if _up_to_date(row, target, version):
             return None
+        import tempfile  # (and shutil, random: ~2.5 ms) for a session kept in a database only
+
         spool = tempfile.TemporaryFile()  # noqa: SIM115 (returned open; closed by the caller)
         try:
             for block in raw_transcript(stream.agent, stream.source):

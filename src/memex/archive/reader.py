@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-import tempfile
 import time
 from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
@@ -272,6 +271,8 @@ def archived_sources(
         yield []
         return
     make_private_folder(config.home)
+    import tempfile  # (and shutil, random: ~2.5 ms) only when a copy is restored: not on every run
+
     with tempfile.TemporaryDirectory(prefix="restore-", dir=config.home) as folder:
         transcripts = []
         for row in rows:

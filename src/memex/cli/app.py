@@ -7,21 +7,20 @@ import io
 import os
 import sqlite3
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, TextIO
 
 import click
-import orjson
 from rich.console import Console
 
 from memex.api import Memex
 from memex.cli.pager import page, pager_command, terminal_lines
-from memex.cli.render import labelled, short_time
+from memex.cli.plain import PIPE_WIDTH, Bar, write_json
+from memex.cli.render import byte_progress, labelled, print_summary, short_time
 from memex.config import Config, load_config
 from memex.plain import Record
 
-# Lines are not wrapped at 80 columns when output goes to a pipe or a file.
-PIPE_WIDTH = 160
 # The largest number a count option takes (results, runs, workers, seconds): more is a mistake, told in one
 # line (far above it, SQLite's integers and Python's sizes overflow with a traceback).
 MAX_COUNT = 1_000_000
@@ -145,8 +144,15 @@ class App(Record):
 
     def emit_json(self, value: Any) -> None:
         """Write `value` as indented JSON on stdout (the stable contract for scripts and agents)."""
-        data = orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str)
-        self.stdout.write(data.decode() + "\n")
+        write_json(self.stdout, value)
+
+    def summary(self, title: str, rows: Sequence[tuple[str, str]]) -> None:
+        """A command's summary on stdout: a title over labels and values (`print_summary`)."""
+        print_summary(self.out, title, rows)
+
+    def byte_progress(self, description: str) -> AbstractContextManager[Bar]:
+        """A progress bar over bytes on stderr (drawn on a terminal only; its total is set later)."""
+        return byte_progress(self.err, 0, description)
 
     def close(self) -> None:
         if self._memex is not None:

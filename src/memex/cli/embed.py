@@ -7,7 +7,8 @@ import contextlib
 import click
 
 from memex.cli.app import App, count_type
-from memex.cli.render import Bar, count_progress, print_summary
+from memex.cli.plain import Bar
+from memex.cli.render import count_progress, print_summary
 from memex.embed.worker import DrainReport, EmbedBusy
 
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import importlib
-import os
 import signal
 import sys
 from typing import Any
@@ -13,6 +12,7 @@ import click
 
 from memex import __version__
 from memex.cli.app import App
+from memex.cli.entry import exit_at_once, no_pool
 from memex.errors import MemexError, interrupt_behind
 
 # Exit status of a command stopped by Ctrl-C (128 + SIGINT), as shells report it.
@@ -164,18 +164,26 @@ def main() -> None:
     try:
         cli(prog_name="memex")
     except SystemExit as end:  # click ends every run so, its context (and the store) closed by then
-        if _command(sys.argv[1:]) in FAST_EXIT and (end.code is None or isinstance(end.code, int)) and _no_pool():
-            for stream in (sys.stdout, sys.stderr):  # each its own: a closed pipe on one keeps the other's
-                with contextlib.suppress(OSError, ValueError):
-                    stream.flush()
-            os._exit(end.code or 0)
+        if _command(sys.argv[1:]) in FAST_EXIT and (end.code is None or isinstance(end.code, int)) and no_pool():
+            exit_at_once(end.code or 0)
         raise
 
 
-def _no_pool() -> bool:
-    """Whether no worker processes were started: a backfill's pool is left to the interpreter's exit, which
-    waits for its processes and the threads that feed them."""
-    return "concurrent.futures.process" not in sys.modules
+def ended_by(error: BaseException, command: str) -> int:
+    """How `memex COMMAND` run without click (`memex.cli.lean`) ends on `error`, as click's command would:
+    memex's own error in one line, a Ctrl-C as an interrupt (what was kept, exit status 130), a closed pipe
+    silently (status 1); the exit status. Any other error is raised again (a traceback)."""
+    if isinstance(error, MemexError):
+        failure: click.ClickException = Failure(error)
+    elif isinstance(error, OSError) and error.errno == errno.EPIPE:
+        return 1
+    elif interrupt_behind(error) is not None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not cut the report short
+        failure = Interrupted(INTERRUPT_NOTES.get(command, ""))
+    else:
+        raise error
+    failure.show()
+    return failure.exit_code
 
 
 def _command(args: list[str]) -> str | None:

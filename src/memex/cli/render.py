@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
 from rich.text import Text, TextType
 
+from memex.cli.plain import Bar, Hidden, cell_width, summary_lines
 from memex.textutil import display_time, plain_title, shorten
 
 # Progress bars are imported by the commands that draw them (rich.progress costs a read command's start).
@@ -99,19 +100,6 @@ def shorten_to_cells(text: str, width: int) -> str:
     return cut
 
 
-def cell_width(text: str) -> int:
-    """`rich.cells.cell_len` of printable text, each distinct wide or narrow character measured once (rich
-    measures every character of a text holding one, in Python: an excerpt's `…` made it a quarter of `memex
-    search`'s output)."""
-    from rich.cells import cell_len
-
-    if text.isascii():
-        return len(text)
-    if "\u200d" in text or "\ufe0f" in text:  # joined graphemes: rich's own count
-        return cell_len(text)
-    return len(text) + sum((cell_len(char) - 1) * text.count(char) for char in set(text) if not char.isascii())
-
-
 # A column of `print_table`: its header, and its width bounds (None: none) not counting the cell padding.
 TableColumn = tuple[str, int | None, int | None]
 
@@ -145,22 +133,12 @@ def print_summary(console: Console, title: str, rows: Sequence[tuple[str, str]])
     """A command's summary: a title over labels (bold) and values (right-aligned), as
     `rich.table.Table(title=title, show_header=False, box=None)` prints it on a console that prints strings
     as they are. Laid out here and written straight when rich would print the characters unchanged (as
-    `print_table`): the table alone is rich's only use in a `memex index` that writes to a pipe."""
+    `print_table`, `memex.cli.plain.summary_lines`)."""
     styled = console.is_terminal or console.color_system is not None
-    # (rich centres a title without its outer spaces: such a title, never memex's own, is left to rich)
-    plain_title = title.isprintable() and title == title.strip()
-    if rows and not styled and all(cell.isprintable() for row in rows for cell in row) and plain_title:
-        labels, values = max(cell_width(label) for label, _ in rows), max(cell_width(value) for _, value in rows)
-        width = labels + values + 4  # a space either side of every cell
-        if width <= console.width and cell_width(title) <= width:
-            left = (width - cell_width(title)) // 2
-            lines = [" " * left + title + " " * (width - cell_width(title) - left)] if title else []
-            for label, value in rows:
-                lines.append(
-                    f" {label}{' ' * (labels - cell_width(label))}  {' ' * (values - cell_width(value))}{value} "
-                )
-            console.file.write("".join(line + "\n" for line in lines))
-            return
+    lines = None if styled else summary_lines(title, rows, console.width)
+    if lines is not None:
+        console.file.write("".join(line + "\n" for line in lines))
+        return
     from rich.table import Table
 
     table = Table(title=title, show_header=False, box=None)
@@ -255,33 +233,12 @@ def _reduce_evenly(excess: int, widths: list[int]) -> list[int]:
     return result
 
 
-class Bar(Protocol):
-    """What a command does with a progress bar (`rich.progress.Progress`, or `_Hidden` off a terminal)."""
-
-    @property
-    def task_ids(self) -> Sequence[Any]: ...
-
-    def update(
-        self, task_id: Any, *, total: float | None = None, advance: float | None = None, **fields: Any
-    ) -> None: ...
-
-
-class _Hidden:
-    """The bar of a console that is not a terminal: nothing is drawn, so rich.progress is not imported
-    (7 ms of a `memex index` run by a hook or a script)."""
-
-    task_ids: Sequence[Any] = (0,)
-
-    def update(self, task_id: Any, *, total: float | None = None, advance: float | None = None, **fields: Any) -> None:
-        pass
-
-
 @contextmanager
 def _progress(console: Console, total: int, description: str, counter: str) -> Iterator[Bar]:
     """A progress bar on the console (none when it is not a terminal), with a `current` field; `counter`
     names the rich.progress column that counts."""
     if not console.is_terminal:
-        yield _Hidden()
+        yield Hidden()
         return
     from rich import progress as bars
 

@@ -17,7 +17,7 @@ import signal
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -205,14 +205,15 @@ def discover(
     roots_by_agent: dict[str, list[Path]],
     skipped: list[Skipped] | None = None,
     known: Mapping[str, StoredStream] | None = None,
-    unchanged: set[str] | None = None,
+    unchanged: dict[str, StoredStream] | None = None,
 ) -> list[Transcript]:
     """Every transcript under the given roots, parents before subagents. Files named like transcripts that
     are not regular readable files (a FIFO, a device, a link loop, no permission) go to `skipped`, once.
 
     With `known` (`stored_streams`) and `unchanged`: the files of an agent whose adapter sieves (`SIEVES`)
     that the store holds at their very size and time are not returned but added to `unchanged` (their
-    paths; see `memex.sources.files.Sieve`). An agent none of whose roots exists is not even imported.
+    paths, each with its stored row; see `memex.sources.files.Sieve`). An agent none of whose roots exists
+    is not even imported.
 
     A file given as a root that one agent claims is not offered to the others (each adapter claims only its
     own files): `memex index PATH` of a Claude transcript imports the Claude adapter alone, not twelve."""
@@ -232,7 +233,8 @@ def discover(
         if theirs:
             claimed |= _claimed_files(roots, theirs)
     if unchanged and found:  # a file also given by hand, or reached through a link: read as found
-        unchanged.difference_update(str(t.path) for t in found)
+        for transcript in found:
+            unchanged.pop(str(transcript.path), None)
     if skipped is not None:
         seen = {s.path for s in skipped}
         for item in passed_over:
@@ -271,7 +273,7 @@ def index_transcripts(
     workers: int = 1,
     skipped: Iterable[Skipped] = (),
     on_total: Callable[[int], None] | None = None,
-    unchanged: Collection[str] = (),
+    unchanged: Mapping[str, StoredStream] | None = None,
     known: dict[str, StoredStream] | None = None,
 ) -> IndexReport:
     """Ingest each transcript incrementally and total what was done.
@@ -280,7 +282,8 @@ def index_transcripts(
     fails is reported (`failed`, with `skipped`: the files discovery could not read) and the others are
     indexed; only an error of the store itself stops the run. `on_total` is told the bytes of all the
     transcripts before the first is ingested; `on_file` is told of each one (its report's `size`).
-    `unchanged` are the paths discovery found as the store holds them (`discover`): only counted. `known`
+    `unchanged` are the paths discovery found as the store holds them, with their rows (`discover`): only
+    counted. `known`
     is `stored_streams(conn)` when the caller has it already. An unchanged transcript whose archive copy is
     pending (a run killed after indexing it, before copying it) gets its copy now.
     """
@@ -303,7 +306,7 @@ def index_transcripts(
 
     claimed: dict[str, str] = {}
     known = stored_streams(conn) if known is None else known
-    report.add_unchanged(list(map(known.__getitem__, unchanged)))
+    report.add_unchanged(list(unchanged.values()) if unchanged else [])
     stats = [_stat(t.path) for t in transcripts]
     if on_total:
         on_total(sum(s.st_size for s in stats if s is not None))

@@ -17,7 +17,7 @@ import re
 import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import Any, BinaryIO, Final
 
 from memex.errors import NotRegularFile
 from memex.plain import FrozenRecord, Record
@@ -102,20 +102,22 @@ def safe_resolve(path: Path) -> Path:
 class Sieve(Record):
     """What the store holds of the transcript files, by real path: (size, mtime_ns, agent, …) each. A walk
     of `agent`'s folders given a sieve takes out each regular file it finds at the very size and time the
-    store holds for that agent (`unchanged`, by path) instead of yielding it: an unchanged transcript costs
-    one `stat`, never a `Path`, a classification, a path resolution nor an open. Files the sieve does not
-    hold, or that changed, are yielded as usual."""
+    store holds for that agent (`unchanged`: its path -> what the store holds of it) instead of yielding it:
+    an unchanged transcript costs one `stat`, never a `Path`, a classification, a path resolution nor an
+    open. Files the sieve does not hold, or that changed, are yielded as usual."""
 
     __slots__ = ("agent", "known", "unchanged")
 
     known: Mapping[str, Sequence[object]]
     agent: str
-    unchanged: set[str]
+    unchanged: dict[str, Any]  # the rows of `known`, whatever their type
 
-    def __init__(self, known: Mapping[str, Sequence[object]], agent: str, unchanged: set[str] | None = None) -> None:
+    def __init__(
+        self, known: Mapping[str, Sequence[object]], agent: str, unchanged: dict[str, Any] | None = None
+    ) -> None:
         self.known = known
         self.agent = agent
-        self.unchanged = set() if unchanged is None else unchanged
+        self.unchanged = {} if unchanged is None else unchanged
 
 
 def _matcher(pattern: str) -> Callable[[str], object]:
@@ -142,7 +144,7 @@ def _walk(folder: str, match: Callable[[str], object], sieve: Sieve | None) -> I
         prefix = folder.rstrip("/") + "/"
         known: Mapping[str, Sequence[object]] = sieve.known if sieve is not None else {}
         agent = sieve.agent if sieve is not None else None
-        unchanged = sieve.unchanged if sieve is not None else set()
+        unchanged: dict[str, Any] = sieve.unchanged if sieve is not None else {}
         for entry in entries:  # per file as few calls as can be: a folder holds thousands of transcripts
             name = entry.name
             try:
@@ -159,7 +161,7 @@ def _walk(folder: str, match: Callable[[str], object], sieve: Sieve | None) -> I
                     except OSError:
                         found = None
                     if found is not None and stored[0] == found.st_size and stored[1] == found.st_mtime_ns:
-                        unchanged.add(path)
+                        unchanged[path] = stored
                         continue
             rest.append((name, is_folder, regular))
     except OSError:

@@ -99,9 +99,9 @@ def archive_rows(
         sql += f" WHERE session_id IN ({', '.join('?' * len(session_ids))})"
         params = list(session_ids)
     elif outside:
-        # The source paths from their snapshot (memex.store.snapshots), compared as sets: only the copies
-        # of the sources not found are read, through the index on source_path.
-        others = archive_sources(conn).difference(outside)
+        # The source paths from their snapshot (memex.store.snapshots), but those found: only the copies of
+        # the sources not found are read, through the index on source_path.
+        others = archive_sources(conn, outside)
         if not others:
             return []
         sql += " WHERE source_path IN (SELECT value FROM json_each(?))"

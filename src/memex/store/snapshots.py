@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import marshal
 import sqlite3
+from collections.abc import Collection, Iterable, Iterator
+from itertools import filterfalse
 from typing import Any
 
 from memex.plain import Record
@@ -82,22 +84,27 @@ def read_streams(conn: sqlite3.Connection) -> Streams:
         return Streams(streams.every_stream(conn), retake=True, last_change=_last_change(cursor, STREAMS))
 
 
-def archive_sources(conn: sqlite3.Connection) -> set[str]:
-    """Every source path the archive holds a copy of, and perhaps a few it no longer does."""
+def archive_sources(conn: sqlite3.Connection, outside: Collection[str] = ()) -> set[str]:
+    """Every source path the archive holds a copy of, and perhaps a few it no longer does; but those in
+    `outside` (the transcripts found on disk: tens of thousands, each looked up once, never made a set)."""
+
+    def kept(paths: Iterable[str]) -> Iterator[str]:
+        return filterfalse(outside.__contains__, paths)
+
     with _reading(conn) as cursor:
         snapshot = _snapshot(cursor, ARCHIVE_SOURCES)
         if snapshot is None:
-            return {path for (path,) in cursor.execute("SELECT source_path FROM archive_streams")}
+            return set(kept(path for (path,) in cursor.execute("SELECT source_path FROM archive_streams")))
         if snapshot:
             logged = _logged(cursor, ARCHIVE_SOURCES, "source_path", snapshot[0])
             if logged is not None:
-                sources: set[str] = set(marshal.loads(snapshot[1]))
-                sources.update(path for (path,) in logged)
+                sources: set[str] = set(kept(marshal.loads(snapshot[1])))
+                sources.update(kept(path for (path,) in logged))
                 return sources
         last = _last_change(cursor, ARCHIVE_SOURCES)
         paths = [path for (path,) in cursor.execute("SELECT source_path FROM archive_streams")]
     take(conn, ARCHIVE_SOURCES, paths, last)
-    return set(paths)
+    return set(kept(paths))
 
 
 class _reading:
