@@ -27,3 +27,14 @@ def test_the_collector_is_on_again_when_the_block_raises() -> None:
         assert gc.isenabled()
     finally:
         gc.unfreeze()
+
+
+def test_a_collector_off_before_the_block_stays_off() -> None:
+    gc.disable()
+    try:
+        with Paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+        gc.unfreeze()

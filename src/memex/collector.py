@@ -10,11 +10,16 @@ import gc
 
 class Paused:
     """`with Paused():` the collector is off in the block, and what exists at its end is frozen, then the
-    collector is on again (also when the block raises)."""
+    collector is as it was before (also when the block raises)."""
+
+    def __init__(self) -> None:
+        self.was_enabled = False
 
     def __enter__(self) -> None:
+        self.was_enabled = gc.isenabled()
         gc.disable()
 
     def __exit__(self, *_: object) -> None:
         gc.freeze()
-        gc.enable()
+        if self.was_enabled:
+            gc.enable()

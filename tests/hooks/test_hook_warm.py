@@ -223,6 +223,35 @@ def test_a_starting_server_sweeps_the_files_of_servers_gone(corpus, home: Path) 
     assert [path for path in live if path.exists()] == []
 
 
+def test_the_sweep_leaves_files_that_are_no_servers(home: Path) -> None:
+    """Only `warm-<key>.{lock,sock,pid}` with a settings key are a server's: a user's `warm-notes.pid` or
+    `warm-up.lock` beside them stays."""
+    home.mkdir(parents=True, exist_ok=True)
+    others = [home / "warm-notes.pid", home / "warm-up.lock", home / "warm-deadbeef0001.txt"]
+    for path in others:
+        path.write_text("mine")
+    gone = leave_files(home, "deadbeef0001", 999_999_999)
+    assert warm.sweep(home, "0123456789ab") == ["deadbeef0001"]
+    assert [path for path in gone if path.exists()] == [] and all(path.exists() for path in others)
+
+
+def test_a_server_leaves_a_lock_file_that_is_no_longer_its_own(corpus, home: Path) -> None:
+    """A server whose lock file was removed while it ran (and made again by another) removes, as it stops,
+    only its own: the newer lock file stays with whoever holds it."""
+    config = load_config()
+    instance = warm.WarmServer(config, idle_seconds=60)
+    thread = threading.Thread(target=instance.serve, daemon=True)
+    thread.start()
+    assert wait_for(lambda: warm.ask(config, "ping", {}).answer is not None)
+    lock = server_files(home, instance.key)[0]
+    assert lock.name.endswith(".lock") and lock.exists()
+    lock.unlink()
+    lock.write_text("")  # another lock file now at its path
+    instance.stopping.set()
+    thread.join(10)
+    assert lock.exists()
+
+
 def test_long_home_puts_the_socket_in_the_temp_folder(tmp_path: Path) -> None:
     home = tmp_path / ("x" * 120)
     path = warm.socket_path(home, "a1")

@@ -123,8 +123,9 @@ def test_a_long_code_block_is_folded_closed_and_reopened() -> None:
         ("- ```text", "  ", "  ```\n- Done."),  # opened on the item's own line
         ("- Build:\n  - then run:\n\n    ```text", "    ", "    ```\n\n- Done."),  # in a nested list: 4 spaces
         ("> Here:\n>\n> ```text", "> ", "> ```\n\nDone."),  # in a quote
+        ("-\t```text", "\t", "\t```\n\nDone."),  # a tab after the marker: its lines indented by a tab
     ],
-    ids=["list-item", "on-the-marker-line", "nested-list", "quote"],
+    ids=["list-item", "on-the-marker-line", "nested-list", "quote", "tab-indented"],
 )
 def test_a_long_code_block_in_a_list_item_or_a_quote_is_folded_closed_and_reopened(
     before: str, indent: str, after: str
@@ -139,7 +140,7 @@ def test_a_long_code_block_in_a_list_item_or_a_quote_is_folded_closed_and_reopen
     assert rest.removeprefix("<blockquote>\n").startswith('<pre><code class="language-text">')
     assert rest.count("<pre>") == 1 and "Done." in rest.split("</code></pre>")[1]  # after the block, not in it
     shown = re.findall(r"step (\d+) of the build", head + rest)
-    assert [int(n) for n in shown] == list(range(200)) and not re.search(r"\n +step", head + rest)
+    assert [int(n) for n in shown] == list(range(200)) and not re.search(r"\n[ \t]+step", head + rest)
 
 
 def test_a_long_message_is_folded_between_blocks() -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import socket
 import sys
 import threading
@@ -81,6 +82,9 @@ def pid_path(home: Path, key: str) -> Path:
 
 # Before one server per settings, a MEMEX_HOME had one server, its files `warm.{sock,lock,pid}`.
 LEGACY = "warm"
+# A server's own files: its key is KEY_CHARS hexadecimal digits of its settings' stamp (other files of the
+# home that merely begin so are not a server's).
+_SERVER_FILE = re.compile(rf"{re.escape(PREFIX)}([0-9a-f]{{{KEY_CHARS}}})\.(?:lock|sock|pid)")
 
 
 def _files(home: Path, key: str | None) -> tuple[Path, list[Path]]:
@@ -112,10 +116,20 @@ def take_lock(path: Path) -> int | None:
         except BlockingIOError:
             os.close(lock)
             return None
-        with contextlib.suppress(FileNotFoundError):
-            if os.stat(path).st_ino == os.fstat(lock).st_ino:
-                return lock
+        except OSError:
+            os.close(lock)
+            raise
+        if _names(path, lock):
+            return lock
         os.close(lock)
+
+
+def _names(path: Path, descriptor: int) -> bool:
+    """Whether `path` still names the file open as `descriptor`."""
+    try:
+        return os.stat(path).st_ino == os.fstat(descriptor).st_ino
+    except FileNotFoundError:
+        return False
 
 
 def _remove(lock_path: Path, files: list[Path]) -> None:
@@ -132,11 +146,7 @@ def sweep(home: Path, keep: str) -> list[str]:
     those of server `keep`; each one's lock is taken first, so a live server's files are never touched. The
     keys swept ("warm" for the old server's files)."""
     names = {path.name for path in home.glob(f"{LEGACY}*")}
-    keys: set[str | None] = {
-        name[len(PREFIX) :].rpartition(".")[0]
-        for name in names
-        if name.startswith(PREFIX) and name.endswith((".lock", ".sock", ".pid"))
-    }
+    keys: set[str | None] = {match[1] for name in names if (match := _SERVER_FILE.fullmatch(name))}
     keys.discard(keep)
     if names & {f"{LEGACY}.{kind}" for kind in ("lock", "sock", "pid")}:
         keys.add(None)
@@ -380,7 +390,8 @@ class WarmServer:
                 if pid_path(home, self.key).read_text().strip() == str(os.getpid()):
                     pid_path(home, self.key).unlink()
             with contextlib.suppress(OSError):
-                _lock_path(home, self.key).unlink()  # still held: a server waiting for it takes the next one
+                if _names(_lock_path(home, self.key), lock):  # not a newer server's, after ours was removed
+                    _lock_path(home, self.key).unlink()  # still held: a server waiting for it takes the next one
             os.close(lock)
         return True
 

@@ -47,5 +47,20 @@ def _cut_fence(text: str, cut: int, fence: str, opener: str, after: int) -> Fold
     rest = text[cut:]
     if not container.strip():  # a list item's (or an indented) block: its lines lose the item's indent
         opener = opener[len(container) :]
-        rest = re.sub(rf"(?<=\n) {{0,{len(container)}}}", "", text[cut:after]) + text[after:]
+        width = len(container.expandtabs(TAB_STOP))
+        rest = "\n".join(_unindent(line, width) for line in text[cut:after].split("\n")) + text[after:]
     return Folded(head, opener + ("" if rest[:1] == "\n" else "\n") + rest)
+
+
+# Markdown's tab stops: a tab indents to the next multiple of 4 columns.
+TAB_STOP = 4
+
+
+def _unindent(line: str, width: int) -> str:
+    """`line` without up to `width` columns of its leading spaces and tabs (a tab reaching past them leaves
+    the columns it overshot as spaces)."""
+    column = at = 0
+    while at < len(line) and column < width and line[at] in " \t":
+        column = column + 1 if line[at] == " " else (column // TAB_STOP + 1) * TAB_STOP
+        at += 1
+    return " " * max(column - width, 0) + line[at:]
