@@ -35,9 +35,9 @@ def test_coverage_of_the_whole_text_and_of_its_best_paragraph(conn) -> None:
     assert shares[1].paragraph == pytest.approx(1.0)  # all in Evan's line
     assert shares[2].paragraph < 0.9  # Evan named in one line, what he started in the other
     assert shares[3].paragraph == shares[3].whole  # one paragraph: its share is the whole's
-    # A turn's reaction (the user's next message) is the next turn's prompt, not a paragraph of this one.
+    # A turn's reaction (the user's next message) is the next turn's prompt: its words are not this turn's.
     reaction = word_coverage(conn, query, {4: "User: Nice one\n\nUser (next): Evan: I started lifting weights"})
-    assert reaction[4].whole == pytest.approx(1.0) and reaction[4].paragraph == 0.0
+    assert reaction[4].whole == 0.0 and reaction[4].paragraph == 0.0
     # `broken` counts where the text says `broke`.
     assert word_coverage(conn, "Evan broken", {3: texts[3]})[3].whole == pytest.approx(1.0)
 

@@ -44,3 +44,20 @@ def test_average_length_is_fts5s_own_total(conn) -> None:
     """The mean chunk length BM25 normalises by is the one FTS5 keeps (its token totals)."""
     _store(conn, {"a": "one two three", "b": "four five six seven eight", "c": "naïve café"})
     assert average_length(conn) == (3 + 5 + 2) / 3
+
+
+def test_a_turn_does_not_match_by_its_reaction(conn) -> None:
+    """A turn's reaction (the user's next message, `User (next): `) is the next turn's own prompt: its words
+    rank that turn, not this one. The turn whose own answer holds them comes first, though it is longer."""
+    chunks = {f"filler-{i}": f"User: the weather {i}\n\nAssistant: it rained" for i in range(6)}
+    chunks["reacted"] = "User: how was the weekend\n\nAssistant: quiet\n\nUser (next): we adopted a zebrafish"
+    chunks["answers"] = "User: any news at all this week\n\nAssistant: we adopted a zebrafish at last"
+    turns = _store(conn, chunks)
+    query = "adopted zebrafish"
+    rarity = TermRarity(conn)
+    hits = search_chunks(conn, query, Filters(), 50, stems=True, rarity=rarity)
+    assert {turns["reacted"], turns["answers"]} <= {hit.turn_id for hit in hits}  # FTS5 finds both
+
+    ranked = rerank(conn, query, hits, chunk_texts(conn, [hit.chunk_id for hit in hits]), rarity)
+    assert ranked[0].turn_id == turns["answers"]
+    assert next(hit.score for hit in ranked if hit.turn_id == turns["reacted"]) == 0.0

