@@ -123,3 +123,22 @@ def test_other_command_lines_go_through_click(
     result, modules = memex(*args, env=env)
     assert result.returncode == 0, result.stderr
     assert "click" in modules and "memex index" in result.stdout
+
+
+@pytest.mark.parametrize("args", [("index", "--no-embed"), ("index", "--no-embed", "--json"), ("sessions", "list")])
+def test_a_closed_standard_output_loses_the_output_not_the_work(
+    sessions: list[ClaudeSession], args: tuple[str, ...]
+) -> None:
+    """`memex … >&-`: Python gives no stdout; the command still runs (the grown transcript is indexed) and
+    ends with its status, not an AttributeError's traceback."""
+    simple_turn(sessions[1], "and the timeout?", "raised it to 30 s")
+    result = subprocess.run(
+        [sys.executable, "-c", ENTRY, *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: os.close(1),
+    )
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    again = memex("index", "--no-embed", "--json")[0]
+    assert json.loads(again.stdout)["files_changed"] == (0 if args[0] == "index" else 1)

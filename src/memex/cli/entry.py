@@ -18,6 +18,7 @@ from memex.collector import Paused
 
 def main() -> None:
     """Console entry point."""
+    _closed_streams_to_nowhere()
     if sys.argv[1:2] == ["hook"]:
         from memex.hooks.events import main as hook_main
 
@@ -37,6 +38,14 @@ def main() -> None:
     with Paused():
         from memex.cli.main import main as cli_main
     cli_main()
+
+
+def _closed_streams_to_nowhere() -> None:
+    """A standard stream closed by the caller (`memex index >&-`: Python then has None for it) writes to
+    the null device, as `>/dev/null` would: the command does its work instead of dying on its first print."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 - the process's own
 
 
 def exit_at_once(status: int) -> NoReturn:
