@@ -133,20 +133,28 @@ def adopt_copied_store(conn: sqlite3.Connection, transcripts: Path) -> int:
     The copy names its transcripts at their old place, where they still are: the indexer would take the
     ones here for copies beside their originals, sessions of their own, and every conversation would be
     asked of twice its sessions (dev hybrid Recall@10 0.819 -> 0.759, and its vectors embedded again)."""
-    row = conn.execute("SELECT transcript_path FROM sessions WHERE transcript_path LIKE '%/transcripts/%'").fetchone()
-    if row is None:
-        return 0
-    old = row[0][: row[0].rindex("/transcripts/")] + "/transcripts/"
     new = f"{transcripts}/"
-    if old == new:
+    found = conn.execute(
+        "SELECT transcript_path FROM sessions WHERE transcript_path LIKE '%/transcripts/%' "
+        "AND substr(transcript_path, 1, ?) != ? LIMIT 1",
+        (len(new), new),
+    ).fetchone()
+    if found is None:
         return 0
-    moved = 0
+    here = conn.execute("SELECT 1 FROM sessions WHERE substr(transcript_path, 1, ?) = ? LIMIT 1", (len(new), new))
+    if here.fetchone():
+        raise SystemExit(f"{transcripts.parent} holds every conversation twice (a copy indexed before): delete it")
+    old = found[0][: found[0].rindex("/transcripts/")] + "/transcripts/"
     with conn:
-        for table, column in (("sessions", "transcript_path"), ("archive_streams", "source_path")):
-            moved = conn.execute(
-                f"UPDATE {table} SET {column} = ? || substr({column}, ?) WHERE substr({column}, 1, ?) = ?",
-                (new, len(old) + 1, len(old), old),
-            ).rowcount
+        moved = conn.execute(
+            "UPDATE sessions SET transcript_path = ? || substr(transcript_path, ?) "
+            "WHERE substr(transcript_path, 1, ?) = ?",
+            (new, len(old) + 1, len(old), old),
+        ).rowcount
+        conn.execute(
+            "UPDATE archive_streams SET source_path = ? || substr(source_path, ?) WHERE substr(source_path, 1, ?) = ?",
+            (new, len(old) + 1, len(old), old),
+        )
     return moved
 
 

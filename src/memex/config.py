@@ -176,7 +176,8 @@ class SearchSettings:
     # query's best cosine to a few content-free turns ("ok" / "Done.", memex.search.anchors) by this much
     # (thousandths). e5 puts unrelated texts within ~0.02 of those anchors and real matches 0.04+ above.
     # 25 let a large real session into the top 5 of 37% of questions it cannot answer; 40: 6%
-    # (bench/retrieval.py --hubs), for 0.007 of LoCoMo dev Recall@10 (0.752 -> 0.745).
+    # (bench/retrieval.py --hubs), for 0.007 of LoCoMo dev Recall@10 (0.752 -> 0.745). A turn holding a
+    # quarter of the query's word weight needs 35 (`hybrid.PARTIAL_FLOOR_RELIEF`).
     search_semantic_margin: int = 40
     # Above this many vectors of one level, search first ranks by 1-bit codes (Hamming distance over 48
     # bytes per vector), then re-ranks the best `search_rerank_candidates` by exact cosine. Measured at 1M

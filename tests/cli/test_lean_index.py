@@ -142,3 +142,23 @@ def test_a_closed_standard_output_loses_the_output_not_the_work(
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
     again = memex("index", "--no-embed", "--json")[0]
     assert json.loads(again.stdout)["files_changed"] == (0 if args[0] == "index" else 1)
+
+
+def test_closed_standard_streams_get_their_own_descriptors_back() -> None:
+    """With stdin and stderr closed (`0<&- 2>&-`), each is opened on the null device in its own descriptor:
+    the next file memex opens (the store) is not descriptor 0 or 2, where C code's writes would land in it."""
+
+    def close_stdin_and_stderr() -> None:
+        os.close(0)
+        os.close(2)
+
+    probe = (
+        "import os, sys; from memex.cli.entry import _closed_streams_to_nowhere as reopen; reopen(); "
+        "print(sys.stdin.fileno(), sys.stderr.fileno(), os.open(os.devnull, os.O_RDONLY)); print('x', file=sys.stderr)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, preexec_fn=close_stdin_and_stderr
+    )
+    assert result.returncode == 0
+    stdin, stderr, next_file = map(int, result.stdout.split())
+    assert (stdin, stderr) == (0, 2) and next_file > 2

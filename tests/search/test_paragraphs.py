@@ -38,6 +38,10 @@ def test_coverage_of_the_whole_text_and_of_its_best_paragraph(conn) -> None:
     # A turn's reaction (the user's next message) is the next turn's prompt: its words are not this turn's.
     reaction = word_coverage(conn, query, {4: "User: Nice one\n\nUser (next): Evan: I started lifting weights"})
     assert reaction[4].whole == 0.0 and reaction[4].paragraph == 0.0
+    # A reaction of several paragraphs is left out whole; the tool summary after it is the turn's own again.
+    long = "User: Nice one\n\nUser (next): thanks\n\nEvan: I started lifting weights\n\nFiles: gym/log.md"
+    assert word_coverage(conn, query, {5: long})[5].whole == pytest.approx(0.0)
+    assert 0.0 < word_coverage(conn, "Evan gym", {5: long})[5].whole < 1.0  # `gym` of gym/log.md, not Evan
     # `broken` counts where the text says `broke`.
     assert word_coverage(conn, "Evan broken", {3: texts[3]})[3].whole == pytest.approx(1.0)
 

@@ -162,3 +162,12 @@ def test_a_redacted_message_renders_no_secret(secret: Secret) -> None:
     assert secret.leaked_in(html) is None
     if secret.kind:
         assert f"[REDACTED:{secret.kind}]" in html
+
+
+def test_a_code_line_cut_in_its_middle_keeps_the_rest_as_it_is() -> None:
+    """A list item's code block cut inside one long line (no line end in reach): the line's rest is not
+    unindented as a line of its own would be."""
+    head = "- Build:\n\n  ```text\n  "
+    text = head + "x" * (FOLD_HEAD_CHARS - len(head)) + "      after the cut\n" + "  more\n" * 400 + "  ```\n\nDone."
+    fold = folded_markdown(text)
+    assert fold.rest.startswith("```text\n      after the cut\nmore\n")

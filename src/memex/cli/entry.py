@@ -41,11 +41,19 @@ def main() -> None:
 
 
 def _closed_streams_to_nowhere() -> None:
-    """A standard stream closed by the caller (`memex index >&-`: Python then has None for it) writes to
-    the null device, as `>/dev/null` would: the command does its work instead of dying on its first print."""
-    for name in ("stdout", "stderr"):
+    """A standard stream closed by the caller (`memex index >&-`: Python then has None for it) is opened on
+    the null device in its own descriptor, as `>/dev/null` would: the command does its work instead of dying
+    on its first print, and no file opened later (the store) takes descriptor 0, 1 or 2, where C code's writes
+    (the embedding engine's) would land in it."""
+    streams = ("stdin", "stdout", "stderr")
+    if all(getattr(sys, name) is not None for name in streams):
+        return
+    for number, name in enumerate(streams):
         if getattr(sys, name) is None:
-            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 - the process's own
+            # The lowest free descriptor: `number` itself while free (the lower ones are taken by now); else a
+            # file of the interpreter's holds it, and the stream keeps the descriptor it got.
+            null = os.open(os.devnull, os.O_RDWR)
+            setattr(sys, name, open(null, "r" if number == 0 else "w", encoding="utf-8"))  # noqa: SIM115
 
 
 def exit_at_once(status: int) -> NoReturn:

@@ -76,6 +76,8 @@ _PARAGRAPH = re.compile(r"\n\s*\n")
 # conversations, leaving it out of the best paragraph: hybrid Recall@5 0.731 -> 0.739, MRR 0.587 -> 0.605
 # (Recall@10 0.817 -> 0.818); out of the words' BM25 and whole coverage too, Recall@10 0.819 -> 0.822.
 _REACTION = "User (next): "
+# The lines of a turn's tool summary (`ingest.turns.Turn.tool_summary`), after the reaction in a chunk's text.
+_SUMMARY_LABELS = ("Tools: ", "Files: ", "Commands: ")
 
 
 # A word ending in `*` asks for every word its last token begins (`zebr*`: zebra, zebras), when that token
@@ -133,8 +135,19 @@ def own_paragraphs(text: str) -> list[str]:
     neighbour, which lends to it). Left out of the word-level BM25 (`search.wordrank`) and of the whole
     turn's word coverage too (it was already out of the best paragraph), `bench/retrieval.py` hybrid R@5 /
     R@10 / MRR: dev 0.737 / 0.819 / 0.605 -> 0.737 / 0.822 / 0.608, test 0.712 / 0.789 / 0.589 -> 0.714 /
-    0.798 / 0.593."""
-    return [piece for piece in _PARAGRAPH.split(text) if not piece.startswith(_REACTION)]
+    0.798 / 0.593. A reaction of several paragraphs is left out whole, up to the tool summary that follows it
+    in a chunk (`ingest.pipeline.prepare_turns`); a chunk of a long turn that begins inside the reaction
+    bears no label, and its words still count."""
+    own: list[str] = []
+    reaction = False
+    for piece in _PARAGRAPH.split(text):
+        if piece.startswith(_REACTION):
+            reaction = True
+        elif reaction and piece.startswith(_SUMMARY_LABELS):
+            reaction = False
+        if not reaction:
+            own.append(piece)
+    return own
 
 
 class Coverage(FrozenRecord):

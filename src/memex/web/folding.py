@@ -48,7 +48,8 @@ def _cut_fence(text: str, cut: int, fence: str, opener: str, after: int) -> Fold
     if not container.strip():  # a list item's (or an indented) block: its lines lose the item's indent
         opener = opener[len(container) :]
         width = len(container.expandtabs(TAB_STOP))
-        rest = "\n".join(_unindent(line, width) for line in text[cut:after].split("\n")) + text[after:]
+        first, *lines = text[cut:after].split("\n")  # the cut line's rest stays as it is: cut mid-line
+        rest = "\n".join([first, *(_unindent(line, width) for line in lines)]) + text[after:]
     return Folded(head, opener + ("" if rest[:1] == "\n" else "\n") + rest)
 
 
