@@ -267,7 +267,7 @@ class HooksSettings:
     # hooks answer in well under a second; the limit only matters if something hangs, and a hung
     # UserPromptSubmit hook holds the user's prompt that long, so it is short.
     hook_timeout_s: int = 10
-    # Stop, SubagentStop and PreCompact ingest; a long first ingest may take longer than a prompt hook.
+    # Stop, SubagentStop, SessionEnd and PreCompact ingest; a long first ingest may take longer than a prompt hook.
     hook_ingest_timeout_s: int = 60
     # A Stop hook waits this long for another writer (`memex index`, a parallel Stop hook: each holds
     # the lock for one file, usually milliseconds) before giving up; the next Stop catches up.

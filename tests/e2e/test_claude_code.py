@@ -1,6 +1,6 @@
 """End to end with the real Claude Code: memex's hooks installed, two `claude -p` runs against a mock model.
 
-Opt-in: skipped unless the `claude` CLI is on PATH (it is not installed in CI). To run it:
+Skipped unless the `claude` CLI is on PATH (`.ci/run` installs it with npm). To run it here:
 
     npm install -g @anthropic-ai/claude-code
     uv run pytest tests/e2e -q -p no:cacheprovider
@@ -8,7 +8,7 @@ Opt-in: skipped unless the `claude` CLI is on PATH (it is not installed in CI). 
 Claude Code talks to `../shared/data/live/mock_llm.py` on 127.0.0.1 (ANTHROPIC_BASE_URL, a dummy key), with a
 temporary HOME, so nothing leaves the machine and the user's own settings are not touched. The mock logs
 every request it receives: the second run's request must carry memex's recall of the first session,
-which the Stop hook must have indexed.
+which the SessionEnd hook must have indexed (`claude -p` 2.1.197 writes the transcript only after Stop).
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def test_hooks_index_the_first_session_and_recall_it_in_the_second(tmp_path: Pat
         return done.stdout
 
     assert "Mock answer" in claude(FIRST)
-    # The Stop hook indexed the first session.
+    # The SessionEnd hook indexed the first session (at Stop its transcript did not exist yet).
     listed = subprocess.run([*memex, "sessions", "list", "--json"], env=env, capture_output=True, text=True)
     sessions = json.loads(listed.stdout)
     assert [s["title"] for s in sessions] == [FIRST]

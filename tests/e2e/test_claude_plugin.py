@@ -1,11 +1,11 @@
 """End to end with the real Claude Code and memex's plugin (`claude --plugin-dir plugin`), no hooks installed
-in any settings file: the plugin alone brings the hooks (the Stop hook indexes, the prompt hook recalls), the
-skills and the MCP server's six tools.
+in any settings file: the plugin alone brings the hooks (SessionEnd indexes: `claude -p` 2.1 writes its
+transcript after Stop; the prompt hook recalls), the skills and the MCP server's six tools.
 
-Opt-in like test_claude_code.py (skipped without the `claude` CLI; same offline mock model). The plugin calls
-`memex` from PATH: this virtualenv's. MCP_CONNECTION_NONBLOCKING=false makes `claude -p` wait for the MCP
-server before its first request, so the tools are in that request (by default a slow start leaves them
-"still connecting" for a short run).
+Like test_claude_code.py (skipped without the `claude` CLI, which `.ci/run` installs; same offline mock
+model). The plugin calls `memex` from PATH: this virtualenv's. MCP_CONNECTION_NONBLOCKING=false makes
+`claude -p` wait for the MCP server before its first request, so the tools are in that request (by default
+a slow start leaves them "still connecting" for a short run).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def test_the_plugin_brings_hooks_skills_and_the_mcp_server(tmp_path: Path, mock_
     for skill in ("memex:recall", "memex:sessions", "memex:find-related"):
         assert skill in sent, f"skill {skill} not loaded"
 
-    # The plugin's Stop hook indexed the session (no settings file holds memex's hooks).
+    # The plugin's SessionEnd hook indexed the session (no settings file holds memex's hooks).
     assert (
         not (home / ".claude" / "settings.json").exists()
         or "memex hook" not in (home / ".claude" / "settings.json").read_text()

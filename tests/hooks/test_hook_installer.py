@@ -23,7 +23,16 @@ USER_SETTINGS = {
     },
     "statusLine": {"type": "command", "command": "echo hi"},
 }
-EVENTS = ["UserPromptSubmit", "Stop", "SubagentStop", "PreCompact", "SessionStart", "PreToolUse", "SubagentStart"]
+EVENTS = [
+    "UserPromptSubmit",
+    "Stop",
+    "SubagentStop",
+    "SessionEnd",
+    "PreCompact",
+    "SessionStart",
+    "PreToolUse",
+    "SubagentStart",
+]
 
 
 @pytest.fixture

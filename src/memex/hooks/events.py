@@ -8,6 +8,7 @@ rich (`python -X importtime -m memex hook Stop < event.json` shows what a hook p
 | event | does | prints |
 | --- | --- | --- |
 | Stop, SubagentStop | incremental ingest of the session and its subagents | nothing |
+| SessionEnd | the same, once the session's transcript is complete (`claude -p` writes it after Stop) | nothing |
 | PreCompact | ingest, then record the compaction boundary | nothing |
 | UserPromptSubmit | recall for the prompt (warm server, else in-process) | additionalContext |
 | PreToolUse (Read/Edit/Write) | earlier sessions' turns that touched the file | additionalContext |
@@ -192,14 +193,16 @@ def refresh(hook: Hook) -> None:
 
 
 def on_stop(hook: Hook) -> str:
-    """Stop / SubagentStop: ingest the session (and its subagents); at Stop, tell a running memex daemon
-    that the session stopped (it publishes the session's mirror and embeds what the ingest queued), or
-    else start a background worker to embed it (embedding never runs inside a hook). Prints nothing, ever."""
+    """Stop / SubagentStop / SessionEnd: ingest the session (and its subagents); at Stop and SessionEnd,
+    tell a running memex daemon that the session stopped (it publishes the session's mirror and embeds what
+    the ingest queued), or else start a background worker to embed it (embedding never runs inside a hook).
+    Prints nothing, ever. SessionEnd is there for Claude Code's print mode (`claude -p`, 2.1): its
+    transcript does not exist yet when Stop runs, only when the session ends."""
     from memex.signals import notify_stop
 
     stored = ingest_session(hook) and hook.log.get("turns")
     if (
-        hook.event == "Stop"
+        hook.event in ("Stop", "SessionEnd")
         and hook.session_id
         and notify_stop(hook.config.home, hook.session_id, hook.text("transcript_path"))
     ):
@@ -357,6 +360,7 @@ def on_subagent_start(hook: Hook) -> str:
 HANDLERS: dict[str, Callable[[Hook], str]] = {
     "Stop": on_stop,
     "SubagentStop": on_stop,
+    "SessionEnd": on_stop,
     "PreCompact": on_pre_compact,
     "UserPromptSubmit": on_prompt,
     "SessionStart": on_session_start,
@@ -377,7 +381,7 @@ def format_output(event: str, text: str) -> str:
         return json.dumps(output, ensure_ascii=False)
     if event in PLAIN_EVENTS:
         return text
-    return ""  # Stop, SubagentStop, PreCompact: output there would keep the agent going or be dropped
+    return ""  # Stop, SubagentStop, SessionEnd, PreCompact: output there would keep the agent going or be dropped
 
 
 def _answered_in_settings(event: str, payload: dict[str, Any]) -> Path | None:

@@ -31,6 +31,7 @@ EVENTS: list[tuple[str, str | None, str]] = [
     ("UserPromptSubmit", None, "hook_timeout_s"),
     ("Stop", None, "hook_ingest_timeout_s"),
     ("SubagentStop", None, "hook_ingest_timeout_s"),
+    ("SessionEnd", None, "hook_ingest_timeout_s"),
     ("PreCompact", None, "hook_ingest_timeout_s"),
     ("SessionStart", "compact", "hook_timeout_s"),
     ("PreToolUse", "Read|Edit|MultiEdit|Write|NotebookEdit", "hook_timeout_s"),
