@@ -102,6 +102,15 @@ def check_hooks() -> Check:
                 f"installed in {path}, but they run {', '.join(missing)}, which is not there any more",
                 "`memex hooks install` (points them at this memex)",
             )
+        # Installed by an earlier memex: an event added since (SessionEnd) is not handled.
+        absent = [event for event, _, _ in installer.EVENTS if event not in events]
+        if absent:
+            return Check(
+                "hooks",
+                "warn",
+                f"installed in {path}, but not for {', '.join(absent)} (added since they were installed)",
+                "`memex hooks install` (adds them)",
+            )
         return Check("hooks", "ok", f"installed in {path} ({', '.join(sorted(events))})")
     return Check("hooks", "warn", f"not installed in {path}", "`memex hooks install` (recall and live indexing)")
 

@@ -104,6 +104,20 @@ def test_hooks_that_run_a_memex_gone_since_are_a_warning_install_fixes(
     assert str(gone) not in settings.read_text() and json.loads(settings.read_text())["model"] == "opus"
 
 
+def test_hooks_installed_before_an_event_was_added_are_a_warning_install_fixes(run, claude_config: Path) -> None:
+    # Hooks installed by an earlier memex lack SessionEnd, where `claude -p` 2.1's sessions are indexed.
+    assert run("hooks", "install").exit_code == 0
+    settings = claude_config / "settings.json"
+    written = json.loads(settings.read_text())
+    del written["hooks"]["SessionEnd"]
+    settings.write_text(json.dumps(written))
+    _, checks = _checks(run)
+    assert checks["hooks"]["status"] == "warn" and "not for SessionEnd" in checks["hooks"]["detail"], checks["hooks"]
+    assert run("hooks", "install").exit_code == 0
+    _, checks = _checks(run)
+    assert checks["hooks"]["status"] == "ok", checks["hooks"]
+
+
 def test_an_agent_folder_set_to_a_missing_path_is_named(
     run, claude_config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
