@@ -8,7 +8,8 @@ Skipped unless the `claude` CLI is on PATH (`.ci/run` installs it with npm). To 
 Claude Code talks to `../shared/data/live/mock_llm.py` on 127.0.0.1 (ANTHROPIC_BASE_URL, a dummy key), with a
 temporary HOME, so nothing leaves the machine and the user's own settings are not touched. The mock logs
 every request it receives: the second run's request must carry memex's recall of the first session,
-which the SessionEnd hook must have indexed (`claude -p` 2.1.197 writes the transcript only after Stop).
+which the Stop hook must have indexed (`claude -p` 2.1.197 writes the transcript tens of milliseconds after
+Stop starts: the hook waits for the answer the event names; SessionEnd indexes too).
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ def test_hooks_index_the_first_session_and_recall_it_in_the_second(tmp_path: Pat
         return done.stdout
 
     assert "Mock answer" in claude(FIRST)
-    # The SessionEnd hook indexed the first session (at Stop its transcript did not exist yet).
+    # The Stop hook (which waited for the transcript's late write) or SessionEnd indexed the first session.
     listed = subprocess.run([*memex, "sessions", "list", "--json"], env=env, capture_output=True, text=True)
     sessions = json.loads(listed.stdout)
     assert [s["title"] for s in sessions] == [FIRST]

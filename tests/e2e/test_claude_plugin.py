@@ -1,6 +1,6 @@
 """End to end with the real Claude Code and memex's plugin (`claude --plugin-dir plugin`), no hooks installed
-in any settings file: the plugin alone brings the hooks (SessionEnd indexes: `claude -p` 2.1 writes its
-transcript after Stop; the prompt hook recalls), the skills and the MCP server's six tools.
+in any settings file: the plugin alone brings the hooks (Stop and SessionEnd index: `claude -p` 2.1 writes
+its transcript just after Stop starts; the prompt hook recalls), the skills and the MCP server's six tools.
 
 Like test_claude_code.py (skipped without the `claude` CLI, which `.ci/run` installs; same offline mock
 model). The plugin calls `memex` from PATH: this virtualenv's. MCP_CONNECTION_NONBLOCKING=false makes
@@ -61,7 +61,7 @@ def test_the_plugin_brings_hooks_skills_and_the_mcp_server(tmp_path: Path, mock_
     for skill in ("memex:recall", "memex:sessions", "memex:find-related"):
         assert skill in sent, f"skill {skill} not loaded"
 
-    # The plugin's SessionEnd hook indexed the session (no settings file holds memex's hooks).
+    # The plugin's Stop (or SessionEnd) hook indexed the session (no settings file holds memex's hooks).
     assert (
         not (home / ".claude" / "settings.json").exists()
         or "memex hook" not in (home / ".claude" / "settings.json").read_text()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
@@ -63,6 +64,41 @@ def test_stop_ingests_a_one_turn_append_and_prints_nothing(corpus, env: Path, ru
     assert last["event"] == "Stop" and last["status"] == "ok" and last["files"] == 1
     again = hook("Stop", stop_event(current))  # nothing new: no file is re-read
     assert again.returncode == 0 and again.stdout == b"" and runs(env)[-1]["files"] == 0
+
+
+@pytest.mark.parametrize("written_after_the_hook", ["the last answer", "the whole file"])
+def test_stop_waits_for_the_answer_it_was_told_of_to_be_written(
+    corpus, env: Path, run, tmp_path: Path, written_after_the_hook: str
+) -> None:
+    """Claude Code 2.1 writes its transcript a little after its Stop hook starts (a new `claude -p` session's
+    whole file): the hook waits until the answer the event names is on disk, then ingests it."""
+    if written_after_the_hook == "the whole file":
+        session = ClaudeSession(tmp_path / "claude-projects" / "-work-late" / "late-session.jsonl", "late-session")
+        session.path.parent.mkdir(parents=True, exist_ok=True)
+    else:
+        session = corpus["current"]
+    answer = "Renamed load_settings to read_settings in seven modules."
+    event = {**stop_event(session), "last_assistant_message": answer}
+    flushed = threading.Timer(0.4, simple_turn, (session, "rename load_settings everywhere", answer))
+    flushed.start()
+    try:
+        result = hook("Stop", event)
+    finally:
+        flushed.join()
+    assert result.returncode == 0 and result.stdout == b""
+    hits = json.loads(run("search", "read_settings", "--json").stdout)
+    assert session.session_id in {h["session_id"] for h in hits}
+    last = runs(env)[-1]
+    assert last["event"] == "Stop" and last["status"] == "ok" and last["flush_ms"] >= 200, last
+
+
+def test_stop_gives_up_waiting_for_an_answer_never_written(corpus, env: Path) -> None:
+    """An answer the transcript never holds (written otherwise than the event says) costs the Stop hook its
+    bounded wait, then what is there is ingested."""
+    event = {**stop_event(corpus["current"]), "last_assistant_message": "an answer that no transcript holds"}
+    assert hook("Stop", event).returncode == 0
+    last = runs(env)[-1]
+    assert last["status"] == "ok" and last["flush"] == "not seen" and "detail" not in last, last
 
 
 def test_subagent_stop_ingests_the_subagent(corpus, env: Path, run) -> None:

@@ -8,7 +8,7 @@ rich (`python -X importtime -m memex hook Stop < event.json` shows what a hook p
 | event | does | prints |
 | --- | --- | --- |
 | Stop, SubagentStop | incremental ingest of the session and its subagents | nothing |
-| SessionEnd | the same, once the session's transcript is complete (`claude -p` writes it after Stop) | nothing |
+| SessionEnd | the same, once the session's transcript is whole | nothing |
 | PreCompact | ingest, then record the compaction boundary | nothing |
 | UserPromptSubmit | recall for the prompt (warm server, else in-process) | additionalContext |
 | PreToolUse (Read/Edit/Write) | earlier sessions' turns that touched the file | additionalContext |
@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -149,6 +150,48 @@ def _named_sidechain(hook: Hook, known: list[Any]) -> list[Any]:
     return [t for t in found if t.subagent_id and t.path.resolve() not in paths]
 
 
+# Claude Code 2.1 writes its transcript a little after the Stop hook starts (tens of milliseconds; a print
+# mode session's whole file): Stop waits for the answer it was told of to be on disk, at most this long.
+FLUSH_WAIT_SECONDS = 2.0
+FLUSH_POLL_SECONDS = 0.02
+# What is looked for in the transcript: a run of plain characters of the answer's start (JSON escapes none
+# of them), and how much of the file's end is read for it.
+_PLAIN_RUN = re.compile(r"[A-Za-z0-9 ]{12,}")
+SNIPPET_CHARS = 40
+TAIL_BYTES = 1 << 20
+
+
+def _answer_snippet(message: str | None) -> bytes | None:
+    """A piece of the answer's start as the transcript's JSON holds it, or None when it has none to use."""
+    found = _PLAIN_RUN.search((message or "")[:400])
+    return found.group()[:SNIPPET_CHARS].strip().encode() if found else None
+
+
+def _holds(path: Path, snippet: bytes) -> bool:
+    """Whether the end of the file at `path` holds `snippet`."""
+    try:
+        with path.open("rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - TAIL_BYTES))
+            return snippet in handle.read()
+    except OSError:
+        return False
+
+
+def await_transcript(hook: Hook, path: Path, seconds: float = FLUSH_WAIT_SECONDS) -> None:
+    """Wait until the session's transcript exists and, when the event names the last answer
+    (`last_assistant_message`), holds it; at most `seconds`. The wait, when there was one, is logged."""
+    snippet = _answer_snippet(hook.text("last_assistant_message"))
+    started = time.monotonic()
+    while not (path.is_file() and (snippet is None or _holds(path, snippet))):
+        if time.monotonic() - started >= seconds:
+            hook.log["flush"] = "not seen"
+            return
+        time.sleep(FLUSH_POLL_SECONDS)
+    if time.monotonic() - started >= FLUSH_POLL_SECONDS:
+        hook.log["flush_ms"] = round((time.monotonic() - started) * 1000)
+
+
 def ingest_session(hook: Hook, with_subagents: bool = True, busy_timeout_ms: int | None = None) -> bool:
     """Bring the store up to date with the hook's session (inline, or handed off when large); True if inline."""
     # The adapter directly, not `ingest.indexer.session_transcripts`: the indexer module loads the
@@ -157,6 +200,8 @@ def ingest_session(hook: Hook, with_subagents: bool = True, busy_timeout_ms: int
     from memex.sources import claude
 
     path = _main_transcript(hook)
+    if path is not None and hook.event == "Stop":  # at SessionEnd it is whole, or there is none to wait for
+        await_transcript(hook, path)
     if path is None or not path.is_file():
         hook.log["detail"] = "no transcript"
         return False
@@ -196,8 +241,8 @@ def on_stop(hook: Hook) -> str:
     """Stop / SubagentStop / SessionEnd: ingest the session (and its subagents); at Stop and SessionEnd,
     tell a running memex daemon that the session stopped (it publishes the session's mirror and embeds what
     the ingest queued), or else start a background worker to embed it (embedding never runs inside a hook).
-    Prints nothing, ever. SessionEnd is there for Claude Code's print mode (`claude -p`, 2.1): its
-    transcript does not exist yet when Stop runs, only when the session ends."""
+    Prints nothing, ever. Claude Code 2.1 writes the transcript just after Stop starts (`await_transcript`
+    waits for it); SessionEnd, where it is whole, is the safety net."""
     from memex.signals import notify_stop
 
     stored = ingest_session(hook) and hook.log.get("turns")
