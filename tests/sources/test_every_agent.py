@@ -16,7 +16,7 @@ from memex.sources import ADAPTERS
 
 # Sessions (subagents apart) each agent's live fixtures hold.
 EXPECTED = {
-    "claude": 2,
+    "claude": 3,  # 2.1.330 (two) and 2.1.197 (an answer written before its prompt)
     "codex": 3,
     "gemini": 5,
     "copilot": 3,
@@ -73,7 +73,8 @@ def test_claude_codex_and_gemini_homes_moved_by_their_own_variables_are_indexed(
     shutil.copytree(LIVE / "gemini-0.61.0" / "tmp", gemini / ".gemini" / "tmp")
     monkeypatch.delenv("MEMEX_GEMINI_DIR")
     monkeypatch.setenv("GEMINI_CLI_HOME", str(gemini))
-    shutil.copytree(LIVE / "claude-2.1.330" / "projects", claude / "projects")
+    for version in ("claude-2.1.330", "claude-2.1.197"):
+        shutil.copytree(LIVE / version / "projects", claude / "projects", dirs_exist_ok=True)
     shutil.copytree(LIVE / "codex-0.169.0" / "sessions", codex / "sessions")
     monkeypatch.delenv("MEMEX_CLAUDE_DIR")
     monkeypatch.delenv("MEMEX_CODEX_DIR")

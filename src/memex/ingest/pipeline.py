@@ -29,6 +29,7 @@ from memex.digest import blake2b
 from memex.errors import StoreError, interrupt_behind
 from memex.ingest.chunks import chunk_text
 from memex.ingest.moves import record_move, stored_path
+from memex.ingest.order import ParentOrder
 from memex.ingest.prs import pull_requests
 from memex.ingest.report import IDLE, FileReport
 from memex.ingest.state import StreamState, file_checks, is_append_of, is_copy_id, load_state, save_state
@@ -608,6 +609,7 @@ def parse_stream(
     parsed = ParsedStream(state.resume_line_index, state.resume_offset)
     parsed.end_offset, parsed.next_line = state.resume_offset, state.resume_line_index
     builder = TurnBuilder(agent_id, is_sidechain=bool(agent_id), tool_output_chars=tool_output_chars)
+    in_order = ParentOrder()
     offsets: dict[int, int] = {}
     lines = stream_entries(transcript, state.resume_offset, state.resume_line_index, max_line_bytes)
     stop_at = None
@@ -632,7 +634,8 @@ def parse_stream(
             continue
         if agent_id:
             entry.agent_id = agent_id
-        builder.add(entry)
+        for taken in in_order.add(entry):
+            builder.add(taken)
         parsed.facts.add(entry)
         text = entry.text if entry.kind != "tool_result" else ""
         parsed.rows.append(
@@ -650,7 +653,13 @@ def parse_stream(
                 fts_text(text) if text else None,
             )
         )
+    waiting = in_order.held[0].line_index if in_order.held else None  # an answer whose prompt is not written yet
+    for taken in in_order.flush():
+        builder.add(taken)
     resume = builder.resume_line_index
+    if waiting is not None:  # the next read starts again at the turn that took that answer, to give it its prompt
+        start = builder.turn_start(waiting)
+        resume = start if resume is None else min(resume, start)
     parsed.resume = (resume, offsets[resume]) if resume is not None else None
     parsed.compact_line = builder.compact_lines[-1] if builder.compact_lines else None
     turns = builder.finish()

@@ -226,8 +226,9 @@ class TurnBuilder:
         self.lead.clear()
 
     def add(self, entry: Entry) -> None:
-        """Take the next entry of the stream."""
-        self.end_line_index = entry.line_index
+        """Take the next entry of the stream (in conversation order: `ingest.order` puts back an answer
+        written before its prompt, so a turn's lines need not be in file order)."""
+        self.end_line_index = max(self.end_line_index, entry.line_index)
         if entry.kind == "compact_boundary":
             self.compact_lines.append(entry.line_index)
         if entry.kind not in _CONVERSATION_KINDS:
@@ -249,7 +250,8 @@ class TurnBuilder:
         else:
             turn = self.current
             self._flush_lead()
-        turn.end_line_index = entry.line_index
+        turn.line_index = min(turn.line_index, entry.line_index)  # re-read from its first line
+        turn.end_line_index = max(turn.end_line_index, entry.line_index)
         turn.ended_at = entry.timestamp or turn.ended_at
         turn.started_at = turn.started_at or entry.timestamp
         if entry.kind == "assistant":
@@ -300,6 +302,12 @@ class TurnBuilder:
             self.turns.append(self.current)
             self.current = None
         return self.turns
+
+    def turn_start(self, line_index: int) -> int:
+        """The first line of the turn that holds line `line_index` (that line itself when none does)."""
+        turns = [*self.turns, *([self.current] if self.current is not None else [])]
+        found = (t.line_index for t in turns if t.line_index <= line_index <= t.end_line_index)
+        return min(found, default=line_index)
 
     @property
     def resume_line_index(self) -> int | None:
