@@ -2,7 +2,7 @@
 
 Skipped unless the `claude` CLI is on PATH (`.ci/run` installs it with npm). To run it here:
 
-    npm install -g @anthropic-ai/claude-code
+    npm install -g @anthropic-ai/claude-code@2.1.197
     uv run pytest tests/e2e -q -p no:cacheprovider
 
 Claude Code talks to `../shared/data/live/mock_llm.py` on 127.0.0.1 (ANTHROPIC_BASE_URL, a dummy key), with a
