@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from test_lexical import _store as store_turns
 
-from memex.search.lexical import TermRarity, chunk_texts, search_chunks
+from memex.search.lexical import LexicalHit, TermRarity, chunk_texts, search_chunks
 from memex.search.wordrank import average_length, rerank
 from memex.store.queries import Filters
 
@@ -12,6 +12,13 @@ from memex.store.queries import Filters
 def _store(conn, chunks: dict[str, str]) -> dict[str, int]:
     """One session of one turn and one chunk per entry; the turn id of each session."""
     return store_turns(conn, {session_id: [text] for session_id, text in chunks.items()})
+
+
+def _searched(conn, query: str) -> tuple[list[LexicalHit], list[LexicalHit]]:
+    """The any-word search's hits for `query` (words by their forms), and those hits re-ranked."""
+    rarity = TermRarity(conn)
+    hits = search_chunks(conn, query, Filters(), 50, stems=True, rarity=rarity)
+    return hits, rerank(conn, query, hits, chunk_texts(conn, [hit.chunk_id for hit in hits]), rarity)
 
 
 def test_two_rare_words_outrank_a_common_word_repeated_in_its_forms(conn) -> None:
@@ -26,13 +33,10 @@ def test_two_rare_words_outrank_a_common_word_repeated_in_its_forms(conn) -> Non
     chunks["repeats"] = "paint paints painted painting paint paints painted painting"
     chunks["answers"] = "we adopted a zebrafish"
     turns = _store(conn, chunks)
-    query = "adopting a zebrafish, painting"
-    rarity = TermRarity(conn)
-    hits = search_chunks(conn, query, Filters(), 50, stems=True, rarity=rarity)
+    hits, ranked = _searched(conn, "adopting a zebrafish, painting")
     plain = [hit.turn_id for hit in hits]
     assert plain.index(turns["repeats"]) < plain.index(turns["answers"])  # what FTS5's order gives
 
-    ranked = rerank(conn, query, hits, chunk_texts(conn, [hit.chunk_id for hit in hits]), rarity)
     order = [hit.turn_id for hit in ranked]
     assert order[0] == turns["answers"] and order.index(turns["repeats"]) > 0
     assert sorted(order) == sorted(plain)  # the same hits, none found or lost
@@ -53,11 +57,8 @@ def test_a_turn_does_not_match_by_its_reaction(conn) -> None:
     chunks["reacted"] = "User: how was the weekend\n\nAssistant: quiet\n\nUser (next): we adopted a zebrafish"
     chunks["answers"] = "User: any news at all this week\n\nAssistant: we adopted a zebrafish at last"
     turns = _store(conn, chunks)
-    query = "adopted zebrafish"
-    rarity = TermRarity(conn)
-    hits = search_chunks(conn, query, Filters(), 50, stems=True, rarity=rarity)
+    hits, ranked = _searched(conn, "adopted zebrafish")
     assert {turns["reacted"], turns["answers"]} <= {hit.turn_id for hit in hits}  # FTS5 finds both
 
-    ranked = rerank(conn, query, hits, chunk_texts(conn, [hit.chunk_id for hit in hits]), rarity)
     assert ranked[0].turn_id == turns["answers"]
     assert next(hit.score for hit in ranked if hit.turn_id == turns["reacted"]) == 0.0

@@ -4,8 +4,8 @@ click, rich and the CLI's own modules cost a run that finds one transcript chang
 fifth of its CPU; such a run prints a summary (or JSON) that needs neither. A command line of `index` and
 the flags `--no-embed` and `--json` only, with stdout and stderr no terminal (and no variable making rich
 treat them as one), and nothing to embed after it (`--no-embed`, or `index_embeds = 0`), runs here; any other
-goes through click. What it prints besides the summary (a
-warning, a failed file, an error) is printed as the click command prints it: the CLI is imported then.
+goes through click. What it prints besides the summary (a warning, a failed file, an error) is printed as the
+click command prints it: the CLI is imported then.
 """
 
 from __future__ import annotations
