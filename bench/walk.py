@@ -6,8 +6,11 @@
     uv run python bench/walk.py --store OTHER.db   # start from a copy of another store of the same files
     PYTHONPATH=/tmp/old/src uv run python bench/walk.py   # another tree's code (`git archive REV src`): before/after
 
-The last row names the grown transcript (`memex index PATH`, what the Stop hook does and what a peer that
-re-indexes "the one file" does): no folder is walked.
+The row naming the grown transcript is `memex index PATH` (what the Stop hook does and what a peer that
+re-indexes "the one file" does): no folder is walked. The last rows run `memex index` with a warm server up
+(`index_warm = 1`, `memex.ingest.live`): the server's live tree (inotify) replaces the walk and the server
+runs the index; "server CPU ms" is what its threads spent meanwhile (/proc/PID/task/*/schedstat), to be added
+to the client's for the whole cost.
 
 Writes `--files` small Claude Code transcripts (two turns each, 100 per project folder) into
 bench/.cache/walk-<files> and backfills them once (cached); then runs `memex index --no-embed` as a new
@@ -93,8 +96,20 @@ def environment(root: Path) -> dict[str, str]:
         "MEMEX_CODEX_DIR": str(root / "no-codex"),
         "MEMEX_GEMINI_DIR": str(root / "no-gemini"),
         "MEMEX_INDEX_EMBEDS": "0",
+        "MEMEX_INDEX_WARM": "0",  # the walk's rows walk; the warm server's rows turn it on
         "MEMEX_REDIS_URL": "",
     }
+
+
+def server_cpu(pid: int) -> float:
+    """CPU seconds the threads of process `pid` have run so far."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):  # a thread that just ended
+            continue
+    return total / 1e9
 
 
 def cpu_of(command: list[str], env: dict[str, str]) -> tuple[float, float]:
@@ -169,12 +184,14 @@ def main() -> None:
     session = changed.stem
     rows = []
 
-    def measure(label: str, command: list[str], before=None) -> None:  # type: ignore[no-untyped-def]
-        cpu, wall = [], []
+    def measure(label: str, command: list[str], before=None, server: int | None = None) -> None:  # type: ignore[no-untyped-def]
+        cpu, wall, served = [], [], []
         for _ in range(args.runs):
             if before:
                 before()
+            spent = server_cpu(server) if server else 0.0
             c, w = cpu_of(command, env)
+            served.append(server_cpu(server) - spent if server else 0.0)
             cpu.append(c)
             wall.append(w)
         if before:
@@ -190,6 +207,7 @@ def main() -> None:
             [
                 label,
                 f"{statistics.median(cpu) * 1000:.0f}",
+                f"{statistics.median(served) * 1000:.0f}" if server else "-",
                 f"{statistics.median(wall) * 1000:.0f}",
                 *counted,
                 *(f"{calls.get(k, 0):,}" for k in ("stat", "openat", "readlink", "getdents64")),
@@ -206,18 +224,38 @@ def main() -> None:
     first = cpu_of(index, env)
     if args.store:  # a row of one run: the store's first run here, as copied
         rows.append(["`memex index`, the copied store's first run", *(f"{t * 1000:.0f}" for t in first)])
+        rows[-1].insert(2, "-")
         rows[-1] += ["-"] * (4 + args.instructions)
     measure("`memex --version` (start-up alone)", [str(MEMEX), "--version"])
     measure("`memex index`, nothing changed", index)
     measure("`memex index`, one transcript grew by a turn", index, append_one)
     # What the Stop hook and a peer's re-index do: the one file is named, no folder is walked.
     measure("`memex index PATH`, the grown transcript named", [*index, str(changed)], append_one)
+    env["MEMEX_INDEX_WARM"] = "1"
+    server = subprocess.Popen(
+        [str(MEMEX), "hooks", "serve", "--no-model", "--idle", "600"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(200):  # until it answers an index run (its tree made)
+            if b'"warm": true' in subprocess.run([*index, "--json"], env=env, capture_output=True).stdout:
+                break
+            time.sleep(0.1)
+        else:
+            raise SystemExit("the warm server did not answer")
+        measure("`memex index`, warm server up, nothing changed", index, server=server.pid)
+        measure("`memex index`, warm server up, one transcript grew", index, append_one, server=server.pid)
+    finally:
+        server.terminate()
+        server.wait()
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     table = Table(
         title=f"Incremental `memex index` over {args.files:,} transcripts (median of {args.runs} runs; "
         f"load average {load})"
     )
-    columns = ["run", "CPU ms", "wall ms", *(["M instructions"] if args.instructions else [])]
+    columns = ["run", "CPU ms", "server CPU ms", "wall ms", *(["M instructions"] if args.instructions else [])]
     for column in (*columns, "stat calls", "openat", "readlink", "getdents64"):
         table.add_column(column, justify="left" if column == "run" else "right")
     for row in rows:

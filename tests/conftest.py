@@ -33,6 +33,9 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("MEMEX_HOME", str(memex_home))
     monkeypatch.setenv("MEMEX_COMPUTER", "testbox")
     monkeypatch.setenv("MEMEX_INDEX_EMBEDS", "0")  # tests of embeddings drain the queue themselves
+    # `memex index` runs over the warm server only in the tests of that (tests/ingest/test_live_index.py):
+    # the others test the walk, and leave no server behind.
+    monkeypatch.setenv("MEMEX_INDEX_WARM", "0")
     # A warm server on a loaded CPU may take longer than production's 2.5 s to answer its first request;
     # a test asserts what the answer is, not how fast it came (bench/hooks.py measures that).
     monkeypatch.setenv("MEMEX_WARM_READ_TIMEOUT_MS", "60000")

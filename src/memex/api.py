@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from memex.results import ComputerSearch, Injection, Recall, SearchHit, SearchResults, SessionSummary
     from memex.sources.files import Skipped
     from memex.sources.model import Transcript
+    from memex.sources.tree import LiveTree
     from memex.store.forget import Target
     from memex.sync.heartbeat import ComputerInfo
 
@@ -140,13 +141,18 @@ class Memex:
     # --- index and embed ------------------------------------------------------------------------------
 
     def discover(
-        self, paths: Sequence[Path] = (), agents: Sequence[str] = (), *, check_archive: bool = False
+        self,
+        paths: Sequence[Path] = (),
+        agents: Sequence[str] = (),
+        *,
+        check_archive: bool = False,
+        tree: LiveTree | None = None,
     ) -> Discovery:
         """The transcripts under `paths` (files or folders), or under the agents' default folders when none
         is given; only those of `agents` (default: every agent). With a store, the files it holds at their
-        very size and time go to `unchanged` instead (only stat'ed: `memex.sources.files.Sieve`).
-        `check_archive`: look at every archived copy now, and make pending those lost whose transcript is
-        still on disk (`memex.archive.reader.mark_lost_copies`)."""
+        very size and time go to `unchanged` instead (only stat'ed: `memex.sources.files.Sieve`; not even
+        that in the folders a live `tree` holds). `check_archive`: look at every archived copy now, and
+        make pending those lost whose transcript is still on disk (`memex.archive.reader.mark_lost_copies`)."""
         from memex.ingest.indexer import default_roots, discover, sieve_known
         from memex.ingest.state import stored_streams, stored_streams_at
         from memex.sources import ADAPTERS
@@ -176,7 +182,7 @@ class Memex:
                 self._mark_lost_copies(conn, thorough=check_archive)
             archive = bool(self.config.archive_enabled)
             sieve = sieve_known(conn, known, archive) if conn is not None and known else None
-            transcripts = discover(roots, skipped, sieve, unchanged)
+            transcripts = discover(roots, skipped, sieve, unchanged, tree)
             if not paths:  # the agents' own folders: a transcript that moved there takes its stream's path
                 for transcript in transcripts:
                     transcript.walked = True

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from memex.collector import Paused
 from memex.errors import UserError
+from memex.ingest.live import ask_index
 from memex.ingest.report import IDLE
 
 if TYPE_CHECKING:
@@ -77,6 +78,59 @@ def run_index(
         app.say("note", f"this computer was {old!r}, now {app.config.computer!r}: {moved} sessions follow the new name")
     if check_archive and not app.config.archive_enabled:
         app.say("note", "the archive is turned off (archive_enabled = 0): --check-archive has no copies to look at")
+    # Over the default folders, the warm server's live tree answers without a walk (`memex.ingest.live`).
+    answer = None if paths or check_archive else ask_index(app.config, agents)
+    if answer is not None:
+        rows: dict[str, Any] = answer["report"]
+        nothing, where = bool(answer.get("nothing")), str(answer.get("where") or "")
+    else:
+        report, nothing, where = _index_here(app, memex, paths, agents, workers, check_archive)
+        rows = report.to_json()
+    for warning in rows["warnings"]:
+        app.say("warning", warning)
+    _print_failures(app, rows)
+    embedded = None if no_embed or not app.config.index_embeds else _embed(app)
+    status = EXIT_SOME_FAILED if rows["failed"] or rows["refused"] else 0
+    if as_json:
+        app.emit_json({**rows, "warm": answer is not None, "embed": embedded})
+        return status
+    if nothing:
+        app.err.print(f"No transcripts found under {where}.")
+    summary = [
+        (label, str(rows[key]))
+        for label, key in [
+            ("files", "files"),
+            ("changed", "files_changed"),
+            ("sessions", "sessions"),
+            ("subagents", "subagents"),
+            ("turns written", "turns"),
+            ("lines read", "lines"),
+            ("bad lines skipped", "bad_lines"),
+            ("missing files", "missing_files"),
+            ("failed files", "failed_files"),
+            ("mirrors written", "mirrors"),
+            ("seconds", "seconds"),
+        ]
+    ]
+    if rows["tool_output_streams"]:  # once, after the upgrade that made tool output searchable
+        summary.append(("tool output read from earlier files", str(rows["tool_output_streams"])))
+    if embedded is not None:
+        summary.append(("vectors computed", str(embedded["embedded"])))
+        summary.append(("still to embed", str(embedded["queued"])))
+    app.summary("memex index", summary)
+    return status
+
+
+def _index_here(
+    app: IndexApp,
+    memex: Memex,
+    paths: Sequence[Path],
+    agents: Sequence[str],
+    workers: int | None,
+    check_archive: bool,
+) -> tuple[IndexReport, bool, str]:
+    """Walk and index in this process, with a progress bar; the report, whether nothing at all was found,
+    and where it was looked for."""
     # Discovery makes tens of thousands of objects that hold no cycle and live till the end (the stored
     # streams' rows, the paths found unchanged): the collector, which ran ~30 times over them (~5 ms at
     # 20,000 transcripts), is off meanwhile, and they are frozen with the imports once made.
@@ -97,54 +151,21 @@ def run_index(
             found, workers=workers, on_file=advance, on_total=lambda total: progress.update(task, total=total)
         )
     _last_run[:] = [found, report]
-    for warning in report.warnings:
-        app.say("warning", warning)
-    _print_failures(app, report)
-    embedded = None if no_embed or not app.config.index_embeds else _embed(app)
-    status = EXIT_SOME_FAILED if report.failed or report.refused else 0
-    if as_json:
-        app.emit_json({**report.to_json(), "embed": embedded})
-        return status
-    if not found.transcripts and not found.unchanged and not report.failed and not report.refused:
-        where = ", ".join(str(p) for ps in found.roots.values() for p in ps)
-        app.err.print(f"No transcripts found under {where}.")
-    rows = report.to_json()
-    summary = [
-        (label, str(rows[key]))
-        for label, key in [
-            ("files", "files"),
-            ("changed", "files_changed"),
-            ("sessions", "sessions"),
-            ("subagents", "subagents"),
-            ("turns written", "turns"),
-            ("lines read", "lines"),
-            ("bad lines skipped", "bad_lines"),
-            ("missing files", "missing_files"),
-            ("failed files", "failed_files"),
-            ("mirrors written", "mirrors"),
-            ("seconds", "seconds"),
-        ]
-    ]
-    if report.tool_output_streams:  # once, after the upgrade that made tool output searchable
-        summary.append(("tool output read from earlier files", str(report.tool_output_streams)))
-    if embedded is not None:
-        summary.append(("vectors computed", str(embedded["embedded"])))
-        summary.append(("still to embed", str(embedded["queued"])))
-    app.summary("memex index", summary)
-    return status
+    nothing = not found.transcripts and not found.unchanged and not report.failed and not report.refused
+    return report, nothing, ", ".join(str(p) for ps in found.roots.values() for p in ps)
 
 
-def _print_failures(app: IndexApp, report: IndexReport) -> None:
-    """Name every file that was not indexed, and why, on stderr."""
-    if report.failed:
+def _print_failures(app: IndexApp, rows: dict[str, Any]) -> None:
+    """Name every file that was not indexed, and why, on stderr (from `IndexReport.to_json()`)."""
+    if rows["failed"]:
         from rich.text import Text
 
-        count = len(report.failed)
+        count = len(rows["failed"])
         app.err.print(Text(f"{count} file{'s' if count != 1 else ''} could not be indexed:", style="red"))
-        for item in report.failed:
-            app.err.print(Text(f"  {item.path}: {item.reason}"), soft_wrap=True)
-    for item in report.refused:
-        app.say("warning", f"{item.path}: {item.reason}; not indexed")
+        for item in rows["failed"]:
+            app.err.print(Text(f"  {item['path']}: {item['reason']}"), soft_wrap=True)
+    for item in rows["refused"]:
+        app.say("warning", f"{item['path']}: {item['reason']}; not indexed")
 
 
 def _embed(app: IndexApp) -> dict[str, object] | None:

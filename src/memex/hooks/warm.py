@@ -42,6 +42,8 @@ from memex.config import Config, file_state
 if TYPE_CHECKING:
     import sqlite3
 
+    from memex.ingest.live import LiveIndex
+
 # The files of one settings' server are `warm-<key>.{sock,lock,pid}`, the key a prefix of the fingerprint.
 PREFIX = "warm-"
 KEY_CHARS = 12
@@ -199,15 +201,24 @@ class Reply:
         return self.answer is None and self.reason in ("absent", "refused", "stale")
 
 
-def ask(config: Config, op: str, payload: dict[str, Any], stamp: str | None = None) -> Reply:
+def ask(
+    config: Config, op: str, payload: dict[str, Any], stamp: str | None = None, read_timeout_ms: int | None = None
+) -> Reply:
     """Send one request to the warm server of these settings; never raises, never waits longer than the
-    configured timeouts."""
+    configured timeouts (or `read_timeout_ms` for the answer)."""
     settings = settings_stamp(config)
-    return _exchange(config, socket_path(config.home, settings[:KEY_CHARS]), settings, op, payload, stamp)
+    path = socket_path(config.home, settings[:KEY_CHARS])
+    return _exchange(config, path, settings, op, payload, stamp, read_timeout_ms)
 
 
 def _exchange(
-    config: Config, path: Path, settings: str, op: str, payload: dict[str, Any], stamp: str | None = None
+    config: Config,
+    path: Path,
+    settings: str,
+    op: str,
+    payload: dict[str, Any],
+    stamp: str | None = None,
+    read_timeout_ms: int | None = None,
 ) -> Reply:
     if not path.exists():
         return Reply(None, "absent")
@@ -220,7 +231,7 @@ def _exchange(
             client.connect(str(path))
         except (ConnectionRefusedError, FileNotFoundError):
             return Reply(None, "refused")
-        client.settimeout(config.warm_read_timeout_ms / 1000)
+        client.settimeout((read_timeout_ms or config.warm_read_timeout_ms) / 1000)
         client.sendall(request)
         data = b""
         while not data.endswith(b"\n"):
@@ -243,9 +254,11 @@ def _exchange(
     return Reply(answer)
 
 
-def spawn(config: Config, environ: dict[str, str] | None = None) -> bool:
+def spawn(config: Config, environ: dict[str, str] | None = None, *, model: bool = True) -> bool:
     """Start a warm server in the background (detached: it outlives the hook), with this process's
-    environment (or `environ`: the MEMEX_* settings the clients it is for run with). False if it could not."""
+    environment (or `environ`: the MEMEX_* settings the clients it is for run with). `model`: load the
+    embedding model at once (for prompts), else on the first request that needs it (a server `memex index`
+    starts). False if it could not."""
     import subprocess
 
     config.home.mkdir(parents=True, exist_ok=True)
@@ -254,7 +267,7 @@ def spawn(config: Config, environ: dict[str, str] | None = None) -> bool:
     try:
         with open(config.home / "warm.log", "ab") as log:
             subprocess.Popen(
-                [sys.executable, "-m", "memex", "hooks", "serve"],
+                [sys.executable, "-m", "memex", "hooks", "serve", *([] if model else ["--no-model"])],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
@@ -320,8 +333,9 @@ class WarmServer:
     """The server of one MEMEX_HOME and settings: a socket, a few worker threads, one store connection per
     thread."""
 
-    def __init__(self, config: Config, idle_seconds: float | None = None) -> None:
+    def __init__(self, config: Config, idle_seconds: float | None = None, model: bool = True) -> None:
         self.config = config
+        self.model = model  # load the embedding model at start
         self.idle_seconds = config.warm_idle_seconds if idle_seconds is None else idle_seconds
         self.stamp = code_stamp()
         self.settings = settings_stamp(config)
@@ -334,6 +348,22 @@ class WarmServer:
         self.busy = 0
         self.busy_lock = threading.Lock()
         self.requests = 0
+        self._live: LiveIndex | None = None
+        self._live_lock = threading.Lock()
+
+    def live_index(self) -> LiveIndex | None:
+        """The index runs' live tree and writer (`memex.ingest.live`), made on first use; None when
+        `index_warm` is off or this system has no inotify."""
+        from memex.sources.tree import available
+
+        if not self.config.index_warm or not available():
+            return None
+        with self._live_lock:
+            if self._live is None:
+                from memex.ingest.live import LiveIndex
+
+                self._live = LiveIndex(self.config)
+            return self._live
 
     def store(self) -> sqlite3.Connection | None:
         """This thread's connection, reopened when the database file was replaced (rebuilt)."""
@@ -383,6 +413,8 @@ class WarmServer:
             self._loop(listener, identity)
         finally:
             listener.close()
+            if self._live is not None:
+                self._live.close()
             with contextlib.suppress(OSError):
                 if os.stat(self.path).st_ino == identity:
                     self.path.unlink()
@@ -414,8 +446,16 @@ class WarmServer:
                 pool.submit(self._handle, client)
 
     def _preload(self) -> None:
-        """Load the embedding model and map the turn vectors now, not on the first prompt (best effort)."""
-        # On failure the first recall meets the problem again and answers lexically.
+        """List and watch the agents' folders, load the embedding model and map the turn vectors now, not
+        on the first request (best effort)."""
+        # On failure the first request meets the problem again (an index run walks; a recall answers
+        # lexically).
+        with contextlib.suppress(Exception):
+            live = self.live_index()
+            if live is not None:
+                live.prepare()
+        if not self.model:
+            return
         with contextlib.suppress(Exception):
             from memex.embed.model import load_embedder
             from memex.search.vector import vector_index
@@ -501,6 +541,14 @@ def _ping(server: WarmServer, payload: dict[str, Any]) -> dict[str, Any]:
 def _shutdown(server: WarmServer, payload: dict[str, Any]) -> dict[str, Any]:
     server.stopping.set()
     return {"pid": os.getpid()}
+
+
+@operation("index")
+def _index(server: WarmServer, payload: dict[str, Any]) -> dict[str, Any]:
+    live = server.live_index()
+    if live is None:
+        return {"walk": "no live tree here (index_warm = 0, or no inotify)"}
+    return live.run(payload)
 
 
 @operation("recall")

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from memex.ingest.pipeline import ParsedStream, Plan
+    from memex.sources.tree import LiveTree
 
 # The pipeline (parsers, turns, chunks, mirrors) and the worker pool are imported when a file is to be read:
 # a run that finds nothing changed never loads them.
@@ -206,14 +207,15 @@ def discover(
     skipped: list[Skipped] | None = None,
     known: Mapping[str, StoredStream] | None = None,
     unchanged: dict[str, StoredStream] | None = None,
+    tree: LiveTree | None = None,
 ) -> list[Transcript]:
     """Every transcript under the given roots, parents before subagents. Files named like transcripts that
     are not regular readable files (a FIFO, a device, a link loop, no permission) go to `skipped`, once.
 
     With `known` (`stored_streams`) and `unchanged`: the files of an agent whose adapter sieves (`SIEVES`)
     that the store holds at their very size and time are not returned but added to `unchanged` (their
-    paths, each with its stored row; see `memex.sources.files.Sieve`). An agent none of whose roots exists
-    is not even imported.
+    paths, each with its stored row; see `memex.sources.files.Sieve`); the folders a live `tree` holds are
+    read from it. An agent none of whose roots exists is not even imported.
 
     A file given as a root that one agent claims is not offered to the others (each adapter claims only its
     own files): `memex index PATH` of a Claude transcript imports the Claude adapter alone, not twelve."""
@@ -226,7 +228,7 @@ def discover(
             continue
         source = adapter(agent)
         if known is not None and unchanged is not None and getattr(source, "SIEVES", False):
-            theirs = source.discover(roots, passed_over, Sieve(known, agent, unchanged))  # type: ignore[call-arg]
+            theirs = source.discover(roots, passed_over, Sieve(known, agent, unchanged, tree))  # type: ignore[call-arg]
         else:
             theirs = source.discover(roots, passed_over)
         found.extend(theirs)

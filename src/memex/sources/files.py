@@ -17,10 +17,13 @@ import re
 import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, Final
+from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
 from memex.errors import NotRegularFile
 from memex.plain import FrozenRecord, Record
+
+if TYPE_CHECKING:
+    from memex.sources.tree import Entry, LiveTree
 
 FOLDER = "is a folder"
 _KINDS = {
@@ -104,20 +107,27 @@ class Sieve(Record):
     of `agent`'s folders given a sieve takes out each regular file it finds at the very size and time the
     store holds for that agent (`unchanged`: its path -> what the store holds of it) instead of yielding it:
     an unchanged transcript costs one `stat`, never a `Path`, a classification, a path resolution nor an
-    open. Files the sieve does not hold, or that changed, are yielded as usual."""
+    open. Files the sieve does not hold, or that changed, are yielded as usual. With a `tree`
+    (`memex.sources.tree.LiveTree`), the folders it holds are read from it: no system call at all."""
 
-    __slots__ = ("agent", "known", "unchanged")
+    __slots__ = ("agent", "known", "tree", "unchanged")
 
     known: Mapping[str, Sequence[object]]
     agent: str
     unchanged: dict[str, Any]  # the rows of `known`, whatever their type
+    tree: LiveTree | None
 
     def __init__(
-        self, known: Mapping[str, Sequence[object]], agent: str, unchanged: dict[str, Any] | None = None
+        self,
+        known: Mapping[str, Sequence[object]],
+        agent: str,
+        unchanged: dict[str, Any] | None = None,
+        tree: LiveTree | None = None,
     ) -> None:
         self.known = known
         self.agent = agent
         self.unchanged = {} if unchanged is None else unchanged
+        self.tree = tree
 
 
 def _matcher(pattern: str) -> Callable[[str], object]:
@@ -132,48 +142,59 @@ def _walk(folder: str, match: Callable[[str], object], sieve: Sieve | None) -> I
     """Entries under `folder` whose name `match`es, as (path, is a regular file that is no link), in name
     order; folders are searched, links to folders are not (as `Path.rglob`). File types come from the
     directory listing itself: a regular file costs no system call of its own, and a file `sieve` holds one
-    `stat`, relative to its folder (`Sieve`)."""
-    rest: list[tuple[str, bool, bool]] = []  # (name, is a folder, is a regular file) of what is not sieved
-    try:
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return
-    try:
-        with os.scandir(fd) as listing:
-            entries = list(listing)
-        prefix = folder.rstrip("/") + "/"
-        known: Mapping[str, Sequence[object]] = sieve.known if sieve is not None else {}
-        agent = sieve.agent if sieve is not None else None
-        unchanged: dict[str, Any] = sieve.unchanged if sieve is not None else {}
-        for entry in entries:  # per file as few calls as can be: a folder holds thousands of transcripts
-            name = entry.name
-            try:
-                regular = entry.is_file(follow_symlinks=False)
-                is_folder = not regular and entry.is_dir(follow_symlinks=False)
-            except OSError:
-                is_folder = regular = False
-            if regular and match(name):
-                path = prefix + name
-                stored = known.get(path)
-                if stored is not None and stored[2] == agent:
-                    try:
-                        found = entry.stat(follow_symlinks=False)
-                    except OSError:
-                        found = None
-                    if found is not None and stored[0] == found.st_size and stored[1] == found.st_mtime_ns:
-                        unchanged[path] = stored
-                        continue
-            rest.append((name, is_folder, regular))
-    except OSError:
-        return
-    finally:
-        os.close(fd)
+    `stat`, relative to its folder (`Sieve`), or none in a folder the sieve's live tree holds."""
+    prefix = folder.rstrip("/") + "/"
+    held = sieve.tree.listing(folder) if sieve is not None and sieve.tree is not None else None
+    if held is not None:
+        rest = _sift(held, prefix, match, sieve)
+    else:
+        try:
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            return
+        try:  # the folder stays open while its files are `stat`ed (relative to it: no path to resolve)
+            with os.scandir(fd) as listing:
+                rest = _sift(list(listing), prefix, match, sieve)
+        except OSError:
+            return
+        finally:
+            os.close(fd)
     rest.sort()  # so paths come out sorted
     for name, is_folder, regular in rest:
         if is_folder:
             yield from _walk(prefix + name, match, sieve)
         elif match(name):
             yield prefix + name, regular
+
+
+def _sift(
+    entries: Iterable[os.DirEntry[str] | Entry], prefix: str, match: Callable[[str], object], sieve: Sieve | None
+) -> list[tuple[str, bool, bool]]:
+    """(name, is a folder, is a regular file) of the `entries` of one folder the sieve does not take out."""
+    rest: list[tuple[str, bool, bool]] = []
+    known: Mapping[str, Sequence[object]] = sieve.known if sieve is not None else {}
+    agent = sieve.agent if sieve is not None else None
+    unchanged: dict[str, Any] = sieve.unchanged if sieve is not None else {}
+    for entry in entries:  # per file as few calls as can be: a folder holds thousands of transcripts
+        name = entry.name
+        try:
+            regular = entry.is_file(follow_symlinks=False)
+            is_folder = not regular and entry.is_dir(follow_symlinks=False)
+        except OSError:
+            is_folder = regular = False
+        if regular and match(name):
+            path = prefix + name
+            stored = known.get(path)
+            if stored is not None and stored[2] == agent:
+                try:
+                    found = entry.stat(follow_symlinks=False)
+                except OSError:
+                    found = None
+                if found is not None and stored[0] == found.st_size and stored[1] == found.st_mtime_ns:
+                    unchanged[path] = stored
+                    continue
+        rest.append((name, is_folder, regular))
+    return rest
 
 
 def candidates(

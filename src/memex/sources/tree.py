@@ -1,0 +1,231 @@
+"""A live listing of the agents' folders, kept exact by the kernel's change notifications (inotify).
+
+`memex index` over 20,000 transcripts where one changed spends most of its CPU listing folders and
+`stat`ing every file (one system call each: ~55 ms on 2 cores, whatever the walk's own cost). A process
+that lives between runs (the warm server, `memex.ingest.live`) can keep the listing instead: each folder
+is listed once, watched, and then only the names the kernel reports changed are looked at again.
+
+The tree answers for the folders it holds exactly what `os.scandir` would (`listing`: entries with
+`name`, `is_file`, `is_dir` and `stat`, all without following links, as `memex.sources.files` asks), as of
+the last `refresh`, which reads every notification the kernel has queued. A write that returned before
+`refresh` was called is in that queue (inotify queues the event in the writer's own system call), so a
+client that asks after its agent wrote sees the write. A folder the tree does not hold (not tracked, no
+watch could be added, gone) gets None: the walk lists it itself. When the kernel's queue overflowed,
+some change may be lost: the tree forgets everything and is built again by the next `track`.
+
+Linux only (inotify, through `inotify_simple`); elsewhere `available()` is False and every walk lists.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Collection, Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from inotify_simple import INotify
+
+# What an entry is, as `os.scandir` tells it without following a link.
+FOLDER, REGULAR, OTHER = 1, 2, 0
+# inotify's flags (<sys/inotify.h>; as ints: the enum's operators cost a call per event).
+_MODIFY, _ATTRIB, _CLOSE_WRITE = 0x2, 0x4, 0x8
+_MOVED_FROM, _MOVED_TO, _CREATE, _DELETE = 0x40, 0x80, 0x100, 0x200
+_DELETE_SELF, _MOVE_SELF = 0x400, 0x800
+_Q_OVERFLOW, _IGNORED = 0x4000, 0x8000
+_ONLYDIR, _DONT_FOLLOW, _EXCL_UNLINK, _ISDIR = 0x01000000, 0x02000000, 0x04000000, 0x40000000
+# Every change that can alter what a listing or a `stat` says: a name that comes or goes, a file's size or
+# time (written, truncated, touched), a watched folder that goes.
+WATCHED = (
+    _MODIFY
+    | _ATTRIB
+    | _CLOSE_WRITE
+    | _MOVED_FROM
+    | _MOVED_TO
+    | _CREATE
+    | _DELETE
+    | _DELETE_SELF
+    | _MOVE_SELF
+    | _ONLYDIR
+    | _DONT_FOLLOW
+    | _EXCL_UNLINK
+)
+_NAME_GOES_OR_COMES = _MOVED_FROM | _MOVED_TO | _CREATE | _DELETE
+
+
+def available() -> bool:
+    """Whether this system has inotify (and `inotify_simple` is installed)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import inotify_simple  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class Entry:
+    """One name in a folder, as `os.DirEntry` answers for it (links not followed); its `stat` is taken once
+    and kept until a change of that name is reported."""
+
+    __slots__ = ("_stat", "kind", "name", "path")
+
+    def __init__(self, name: str, path: str, kind: int, stat: os.stat_result | None = None) -> None:
+        self.name = name
+        self.path = path
+        self.kind = kind
+        self._stat = stat
+
+    def is_file(self, *, follow_symlinks: bool = False) -> bool:
+        return self.kind == REGULAR
+
+    def is_dir(self, *, follow_symlinks: bool = False) -> bool:
+        return self.kind == FOLDER
+
+    def stat(self, *, follow_symlinks: bool = False) -> os.stat_result:
+        if self._stat is None:
+            self._stat = os.lstat(self.path)
+        return self._stat
+
+
+def _now(name: str, path: str) -> Entry | None:
+    """The entry `name` is now (one `lstat`, kept as its `stat`), or None when it is gone."""
+    try:
+        found = os.lstat(path)
+    except OSError:
+        return None
+    mode = found.st_mode & 0o170000
+    kind = FOLDER if mode == 0o040000 else REGULAR if mode == 0o100000 else OTHER
+    return Entry(name, path, kind, found)
+
+
+class LiveTree:
+    """Folders listed once and kept up to date from inotify's reports (see the module's docstring). Not
+    thread-safe: its user serialises `track`, `refresh` and the walks that read `listing`."""
+
+    def __init__(self) -> None:
+        self._notify: INotify | None = None
+        self._folders: dict[str, dict[str, Entry]] = {}  # real path -> name -> entry
+        self._watch_of: dict[str, int] = {}  # folder -> its watch descriptor
+        self._folder_of: dict[int, str] = {}  # watch descriptor -> folder
+        self.overflows = 0  # times the kernel's queue overflowed (the tree was dropped and built again)
+
+    @property
+    def folders(self) -> int:
+        """How many folders are held (listed and watched)."""
+        return len(self._folders)
+
+    def track(self, folders: Iterable[str]) -> None:
+        """Hold these folders (real paths, as the walk names them) and everything under them; a folder held
+        already is only brought up to date, one that does not exist is passed over (asked again next time)."""
+        self.refresh()
+        for folder in folders:
+            if folder not in self._folders:
+                self._add(folder)
+
+    def listing(self, folder: str) -> Collection[Entry] | None:
+        """The entries of `folder` as of the last `refresh`, or None when the tree does not hold it."""
+        held = self._folders.get(folder)
+        return None if held is None else held.values()
+
+    def refresh(self) -> None:
+        """Apply every change the kernel has reported so far."""
+        if self._notify is None:
+            return
+        while events := self._notify.read(timeout=0):
+            for wd, mask, _cookie, name in events:
+                if mask & _Q_OVERFLOW:  # changes were lost: start again (the rest of this read is the old tree's)
+                    self.overflows += 1
+                    self.close()
+                    return
+                self._apply(wd, mask, name)
+
+    def close(self) -> None:
+        """Drop every folder and watch."""
+        if self._notify is not None:
+            self._notify.close()
+            self._notify = None
+        self._folders.clear()
+        self._watch_of.clear()
+        self._folder_of.clear()
+
+    def _apply(self, wd: int, mask: int, name: str) -> None:
+        folder = self._folder_of.get(wd)
+        if folder is None:  # a watch dropped already
+            return
+        if mask & _IGNORED:  # the watch is gone (its folder deleted, or unmounted)
+            self._drop(folder, unwatch=False)
+            return
+        if mask & (_DELETE_SELF | _MOVE_SELF):
+            self._drop(folder, unwatch=True)
+            return
+        held = self._folders.get(folder)
+        if held is None or not name:
+            return
+        path = f"{folder.rstrip('/')}/{name}"
+        if mask & _ISDIR and mask & _NAME_GOES_OR_COMES:
+            self._drop(path, unwatch=True)  # what was held under this name is not what is there now
+        entry = _now(name, path)
+        if entry is None:
+            held.pop(name, None)
+            return
+        held[name] = entry
+        if entry.kind == FOLDER and path not in self._folders:
+            self._add(path)
+
+    def _add(self, folder: str) -> None:
+        """Watch `folder`, then list it (a change after the watch is reported; one before it is listed), and
+        its sub-folders likewise."""
+        if self._notify is None:
+            from inotify_simple import INotify
+
+            self._notify = INotify(nonblocking=True)
+        pending = [folder]
+        while pending:
+            current = pending.pop()
+            try:
+                wd = self._notify.add_watch(current, WATCHED)
+            except OSError:  # gone, not readable, or no watch left (fs.inotify.max_user_watches): listed by walks
+                continue
+            previous = self._folder_of.get(wd)
+            if previous is not None and previous != current:  # the same folder reached by another path
+                self._drop(previous, unwatch=False)
+            self._folder_of[wd] = current
+            self._watch_of[current] = wd
+            try:
+                with os.scandir(current) as listing:
+                    found = list(listing)
+            except OSError:
+                self._drop(current, unwatch=True)
+                continue
+            held: dict[str, Entry] = {}
+            prefix = current.rstrip("/") + "/"
+            for item in found:
+                try:
+                    kind = (
+                        FOLDER
+                        if item.is_dir(follow_symlinks=False)
+                        else REGULAR
+                        if item.is_file(follow_symlinks=False)
+                        else OTHER
+                    )
+                except OSError:
+                    kind = OTHER
+                held[item.name] = Entry(item.name, prefix + item.name, kind)
+                if kind == FOLDER and prefix + item.name not in self._folders:
+                    pending.append(prefix + item.name)
+            self._folders[current] = held
+
+    def _drop(self, folder: str, *, unwatch: bool) -> None:
+        """Forget `folder` and everything held under it; `unwatch`: remove their watches too (a folder moved
+        away keeps its watches, which would report changes under a name it no longer has)."""
+        inside = folder.rstrip("/") + "/"
+        for held in [f for f in self._folders if f == folder or f.startswith(inside)]:
+            del self._folders[held]
+        for held in [f for f in self._watch_of if f == folder or f.startswith(inside)]:
+            wd = self._watch_of.pop(held)
+            self._folder_of.pop(wd, None)
+            if unwatch and self._notify is not None:
+                with contextlib.suppress(OSError):
+                    self._notify.rm_watch(wd)

@@ -1,0 +1,157 @@
+"""`memex index` over the default folders through the warm server (memex.ingest.live): its live tree
+replaces the walk, and the run indexes, counts and reports what a walk would."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_cli import index_json
+from memex.config import Config, load_config
+from memex.hooks import warm
+from memex.ingest import live
+from memex.sources import tree
+from transcripts import ClaudeSession, retry_projects, simple_turn
+
+pytestmark = pytest.mark.skipif(not tree.available(), reason="the live tree needs inotify (Linux)")
+
+FILES = 6
+
+
+def wait_for(condition: Any, seconds: float = 20.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture
+def sessions(run, home: Path, tmp_path: Path) -> list[ClaudeSession]:
+    """FILES Claude sessions in the default folder, indexed by a walk; the first has a subagent."""
+    found = retry_projects(tmp_path / "claude-projects", FILES)
+    agent = ClaudeSession(found[0].path.with_suffix("") / "subagents" / "agent-a1.jsonl", found[0].session_id, "a1")
+    simple_turn(agent, "look for the retry loop", "found it in client.py")
+    assert index_json(run, "--all")["files_changed"] == FILES + 1
+    return found
+
+
+@pytest.fixture
+def server(sessions: list[ClaudeSession], monkeypatch: pytest.MonkeyPatch) -> Iterator[warm.WarmServer]:
+    """A warm server (in a thread of this process, on its real socket) with `index_warm` on, its tree made."""
+    monkeypatch.setenv("MEMEX_INDEX_WARM", "1")
+    instance = warm.WarmServer(load_config(), idle_seconds=120, model=False)
+    thread = threading.Thread(target=instance.serve, daemon=True)
+    thread.start()
+    assert wait_for(lambda: warm.ask(instance.config, "ping", {}).answer is not None)
+    assert wait_for(lambda: (instance.live_index() or live.LiveIndex(instance.config)).tree.folders > 0)
+    yield instance
+    instance.stopping.set()
+    thread.join(10)
+
+
+def walked(run, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """`memex index --json` by a walk (what the server's run must agree with)."""
+    monkeypatch.setenv("MEMEX_INDEX_WARM", "0")
+    try:
+        return index_json(run, "--all")
+    finally:
+        monkeypatch.setenv("MEMEX_INDEX_WARM", "1")
+
+
+def counts(report: dict[str, Any]) -> tuple[int, ...]:
+    return tuple(report[key] for key in ("files", "files_changed", "sessions", "subagents", "turns", "failed_files"))
+
+
+def test_the_server_indexes_what_changed_as_a_walk_would(
+    server: warm.WarmServer, sessions: list[ClaudeSession], run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    simple_turn(sessions[2], "the retry loop again", "now with a backoff")  # grown
+    new_id = "0000aaaa-0000-4000-8000-000000000001"
+    new = ClaudeSession(sessions[3].path.parent / "fresh" / f"{new_id}.jsonl", new_id)  # in a new folder
+    simple_turn(new, "a new session", "about the cache")
+    second = ClaudeSession(sessions[1].path.with_suffix("") / "subagents" / "agent-b2.jsonl", sessions[1].session_id)
+    second.agent_id = "b2"
+    simple_turn(second, "a subagent's prompt", "a subagent's answer about the queue")  # a new subagent folder
+    sessions[4].path.unlink()  # gone: no longer counted
+    served = index_json(run)
+    assert served["warm"] is True
+    assert counts(served) == (FILES + 2, 3, FILES, 2, 4, 0)  # as a walk counts them (the grown one: 2 turns)
+    again = walked(run, monkeypatch)  # the server wrote the store a walk reads: nothing left to do
+    assert again["warm"] is False
+    assert counts(again)[:4] == (FILES + 2, 0, FILES, 2)
+    for words, session_id in (("backoff", sessions[2].session_id), ("cache", new_id), ("queue", second.session_id)):
+        hits = json.loads(run("search", "--mode", "lexical", words, "--json").stdout)
+        assert [hit["session_id"] for hit in hits] == [session_id]
+    assert counts(index_json(run))[:4] == (FILES + 2, 0, FILES, 2)  # and again by the server: nothing
+
+
+def test_a_write_just_before_the_run_is_seen(server: warm.WarmServer, sessions: list[ClaudeSession], run) -> None:
+    for n in range(5):  # the agent writes, then its hook runs `memex index` at once
+        simple_turn(sessions[0], f"question {n} about the pool", f"answer {n} about the pool")
+        report = index_json(run)
+        assert (report["warm"], report["files_changed"]) == (True, 1)  # its last turn written again, and the new
+
+
+def test_a_folder_moved_in_and_out_is_followed(
+    server: warm.WarmServer, sessions: list[ClaudeSession], run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = sessions[0].path.parent
+    shutil.move(project, tmp_path / "elsewhere")  # a project folder moved away: its sessions are gone
+    report = index_json(run)
+    assert report["warm"] is True
+    assert report["files"] == counts(walked(run, monkeypatch))[0]
+    shutil.move(tmp_path / "elsewhere", project)  # and back, then one of its sessions grows
+    simple_turn(sessions[0], "back again", "the retry loop, moved back")
+    report = index_json(run)
+    assert (report["warm"], report["files"], report["files_changed"]) == (True, FILES + 1, 1)
+
+
+def test_much_to_read_is_left_to_the_client(server: warm.WarmServer, home: Path, tmp_path: Path, run) -> None:
+    many = retry_projects(tmp_path / "claude-projects" / "-home-dev-many", 20)  # >= PARALLEL_MIN_FILES new files
+    report = index_json(run)
+    assert report["warm"] is False  # walked here: with worker processes and a progress bar
+    assert report["files_changed"] == len(many)
+
+
+def test_the_server_walks_no_folder_the_client_does_not_see(server: warm.WarmServer, home: Path) -> None:
+    config: Config = server.config
+    payload = {"agents": ["claude"], "roots": {"claude": ["/somewhere/else"]}}
+    reply = warm.ask(config, "index", payload)
+    assert reply.answer is not None and "report" not in reply.answer and reply.answer["walk"]
+    payload["roots"] = {"claude": [str(p) for p in live._roots(config, ["claude"])["claude"]]}
+    reply = warm.ask(config, "index", payload)
+    assert reply.answer is not None and reply.answer["report"]["files"] == FILES + 1
+
+
+def test_with_no_server_the_client_walks_and_starts_one(
+    sessions: list[ClaudeSession], run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMEX_INDEX_WARM", "1")
+    config = load_config()
+    try:
+        report = index_json(run)
+        assert (report["warm"], report["files"]) == (False, FILES + 1)
+        assert wait_for(lambda: warm.server_pid(config) is not None)
+        pid = warm.server_pid(config)
+        assert "--no-model" in Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+        simple_turn(sessions[1], "one more", "served this time")
+        assert wait_for(lambda: index_json(run)["warm"] is True)
+    finally:
+        warm.shutdown_all(config)
+
+
+def test_index_warm_off_never_asks(sessions: list[ClaudeSession], run) -> None:
+    assert os.environ["MEMEX_INDEX_WARM"] == "0"
+    assert live.ask_index(load_config(), ()) is None
+    assert index_json(run)["warm"] is False
+    assert warm.server_pid(load_config()) is None  # and starts no server

@@ -1,0 +1,176 @@
+"""The live tree (memex.sources.tree) lists exactly what `os.scandir` and `os.lstat` would, after any
+sequence of changes, on a real file system with real inotify."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memex.sources import tree as live
+
+pytestmark = pytest.mark.skipif(not live.available(), reason="inotify is Linux-only")
+
+NAMES = ["a.jsonl", "b.jsonl", "c.json", "d"]
+FOLDERS = ["p", "q", "p/r"]
+
+
+def _kind(entry: os.DirEntry[str] | live.Entry) -> str:
+    if entry.is_dir(follow_symlinks=False):
+        return "folder"
+    return "file" if entry.is_file(follow_symlinks=False) else "other"
+
+
+def _state(entry: os.DirEntry[str] | live.Entry) -> tuple[str, int, int] | tuple[str]:
+    kind = _kind(entry)
+    if kind != "file":
+        return (kind,)
+    found = entry.stat(follow_symlinks=False)
+    return kind, found.st_size, found.st_mtime_ns
+
+
+def on_disk(root: str) -> dict[str, tuple[object, ...]]:
+    """Every entry under `root` as the walk would list it now."""
+    found: dict[str, tuple[object, ...]] = {}
+    with os.scandir(root) as listing:
+        for entry in listing:
+            found[entry.path] = _state(entry)
+            if _kind(entry) == "folder":
+                found.update(on_disk(entry.path))
+    return found
+
+
+def in_tree(tree: live.LiveTree, root: str) -> dict[str, tuple[object, ...]]:
+    """Every entry under `root` as the tree holds it (every folder must be held)."""
+    held = tree.listing(root)
+    assert held is not None, f"{root} is not held"
+    found: dict[str, tuple[object, ...]] = {}
+    for entry in held:
+        path = f"{root}/{entry.name}"
+        found[path] = _state(entry)
+        if _kind(entry) == "folder":
+            found.update(in_tree(tree, path))
+    return found
+
+
+def _apply(root: Path, outside: Path, step: tuple[str, str, str]) -> None:
+    """One change of the file system (a step that makes no sense here does nothing)."""
+    action, a, b = step
+    source, target = root / a, root / b
+    try:
+        if action == "write":
+            source.parent.mkdir(parents=True, exist_ok=True)
+            with open(source, "a") as handle:
+                handle.write("x" * (len(b) + 1))
+        elif action == "truncate":
+            os.truncate(source, 0)
+        elif action == "touch":
+            os.utime(source, ns=(1_000_000_000, 1_000_000_000 + len(b)))
+        elif action == "delete":
+            if source.is_dir() and not source.is_symlink():
+                shutil.rmtree(source)
+            else:
+                source.unlink()
+        elif action == "mkdir":
+            (source / "deep" / "er").mkdir(parents=True)
+            (source / "deep" / "er" / "new.jsonl").write_text("{}\n")
+        elif action == "rename":
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(source, target)
+        elif action == "out":  # a folder or file moved away from the tree, and one moved in
+            os.replace(source, outside / "away")
+            os.replace(outside / "away", target)
+        elif action == "link":
+            target.symlink_to(source)
+    except OSError:
+        pass
+
+
+PATHS = st.sampled_from([*NAMES, *FOLDERS, *(f"{f}/{n}" for f in FOLDERS for n in NAMES)])
+STEPS = st.tuples(
+    st.sampled_from(["write", "truncate", "touch", "delete", "mkdir", "rename", "out", "link"]), PATHS, PATHS
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(STEPS, max_size=25), refresh_every=st.integers(1, 6))
+def test_the_tree_lists_what_the_disk_holds_after_any_changes(
+    tmp_path: Path, steps: list[tuple[str, str, str]], refresh_every: int
+) -> None:
+    case = Path(tmp_path, f"case-{os.urandom(4).hex()}")
+    root, outside = case / "root", case / "outside"
+    for folder in FOLDERS:
+        (root / folder).mkdir(parents=True)
+    outside.mkdir()
+    (root / "p" / "a.jsonl").write_text("{}\n")
+    tree = live.LiveTree()
+    try:
+        tree.track([str(root)])
+        assert in_tree(tree, str(root)) == on_disk(str(root))
+        for n, step in enumerate(steps, 1):
+            _apply(root, outside, step)
+            if n % refresh_every == 0:  # several changes between two looks, or one
+                tree.refresh()
+                assert in_tree(tree, str(root)) == on_disk(str(root))
+        tree.refresh()
+        assert in_tree(tree, str(root)) == on_disk(str(root))
+    finally:
+        tree.close()
+        shutil.rmtree(case)
+
+
+def test_a_stat_taken_before_a_write_is_not_given_after_it(tmp_path: Path) -> None:
+    transcript = tmp_path / "s.jsonl"
+    transcript.write_text("{}\n")
+    tree = live.LiveTree()
+    try:
+        tree.track([str(tmp_path)])
+        (entry,) = tree.listing(str(tmp_path)) or []
+        assert entry.stat().st_size == 3
+        with open(transcript, "a") as handle:
+            handle.write("{}\n")
+        tree.refresh()
+        (entry,) = tree.listing(str(tmp_path)) or []
+        assert entry.stat().st_size == 6
+    finally:
+        tree.close()
+
+
+def test_a_lost_change_drops_the_tree_and_the_next_track_lists_again(tmp_path: Path) -> None:
+    limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    if limit > 200_000:
+        pytest.skip("the kernel's queue is too long to overflow quickly here")
+    one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+    one.write_text("1\n")
+    two.write_text("2\n")
+    tree = live.LiveTree()
+    try:
+        tree.track([str(tmp_path)])
+        for n in range(limit + 10):  # alternating names: the kernel cannot merge the events
+            os.utime(one if n % 2 else two, ns=(n, n))
+        (tmp_path / "three.jsonl").write_text("3\n")
+        tree.refresh()
+        assert tree.overflows == 1
+        assert tree.listing(str(tmp_path)) is None  # not held: a walk lists the folder itself
+        tree.track([str(tmp_path)])
+        assert in_tree(tree, str(tmp_path)) == on_disk(str(tmp_path))
+    finally:
+        tree.close()
+
+
+def test_a_folder_that_is_not_held_is_not_answered_for(tmp_path: Path) -> None:
+    tree = live.LiveTree()
+    try:
+        tree.track([str(tmp_path / "missing")])
+        assert tree.listing(str(tmp_path / "missing")) is None
+        assert tree.listing(str(tmp_path)) is None
+        (tmp_path / "missing").mkdir()
+        tree.track([str(tmp_path / "missing")])
+        held = tree.listing(str(tmp_path / "missing"))  # asked again: held once it exists
+        assert held is not None and list(held) == []
+    finally:
+        tree.close()
