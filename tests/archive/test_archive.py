@@ -244,6 +244,36 @@ def test_a_corrupted_piece_is_reported_not_served(config: Config, tmp_path: Path
         reader.read()
 
 
+def test_a_copy_of_a_transcript_that_moved_names_its_new_path_and_keeps_its_pieces(
+    config: Config, tmp_path: Path
+) -> None:
+    """A transcript found at a new path, grown meanwhile (or whose copy's header still names where it was):
+    the header is rewritten and the new bytes appended; the pieces archived stay byte for byte."""
+    lines = _lines(LARGE)
+    old = tmp_path / "old" / "s.jsonl"
+    old.parent.mkdir()
+    old.write_bytes(b"".join(lines[:300]))
+    conn = connect(config.db_path)
+    assert keep_copy(conn, config, Stream("claude", "s", "", old)).status == "new"
+    copy = archive_root(config) / archive_row(conn, "s", "").archive_path
+    with open(copy, "rb") as handle:
+        before = frames.scan(handle, copy.stat().st_size)
+    assert before is not None
+    pieces = copy.read_bytes()[before.pieces[0].at : before.end]
+    new = tmp_path / "new" / "s.jsonl"
+    new.parent.mkdir()
+    os.rename(old, new)
+    new.write_bytes(LARGE.read_bytes())
+    assert keep_copy(conn, config, Stream("claude", "s", "", new)).status == "relabelled"
+    with ArchiveReader(copy) as reader:
+        assert reader.header["source"] == str(new) and reader.read() == LARGE.read_bytes()
+    assert pieces in copy.read_bytes()  # copied, not compressed again
+    row = archive_row(conn, "s", "")
+    assert row is not None and (row.source_path, row.stored_bytes) == (str(new), copy.stat().st_size)
+    assert keep_copy(conn, config, Stream("claude", "s", "", new)).status == "unchanged"
+    conn.close()
+
+
 def test_a_store_that_lost_some_archive_rows_finds_those_copies_again(run, config: Config, tmp_path: Path) -> None:
     """A store older than its archive (restored from a backup): the session folders it does not know are read."""
     projects = tmp_path / "claude-projects"
