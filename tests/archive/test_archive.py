@@ -421,6 +421,32 @@ def _archive_check(run) -> dict:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("subagent", [False, True])
+def test_a_check_of_the_archive_with_files_named_copies_theirs_again_at_once_and_the_others_next_run(
+    run, config: Config, tmp_path: Path, subagent: bool
+) -> None:
+    """`memex index --check-archive FILE`: the named file's lost copy (deleted, or cut short) is made again in
+    that run; another lost copy is made pending, and made by the next run that reads its folder."""
+    projects = tmp_path / "claude-projects"
+    shutil.copytree(HILLVIEW, projects / HILLVIEW.name)
+    assert run("index", "--no-embed").exit_code == 0
+    conn = connect(config.db_path)
+    rows = conn.execute("SELECT agent_id, source_path, archive_path, stored_bytes FROM archive_streams").fetchall()
+    conn.close()
+    named = next(row for row in rows if bool(row["agent_id"]) == subagent)
+    other = next(row for row in rows if row["source_path"] != named["source_path"])
+    named_copy, other_copy = (archive_root(config) / row["archive_path"] for row in (named, other))
+    with open(named_copy, "r+b") as handle:
+        handle.truncate(named["stored_bytes"] // 2)
+    other_copy.unlink()
+
+    assert run("index", "--no-embed", "--check-archive", named["source_path"]).exit_code == 0
+    assert _zstd_d(named_copy) == Path(named["source_path"]).read_bytes()
+    assert not other_copy.exists()
+    assert run("index", "--no-embed").exit_code == 0
+    assert _zstd_d(other_copy) == Path(other["source_path"]).read_bytes()
+
+
+@pytest.mark.parametrize("subagent", [False, True])
 def test_one_copy_deleted_is_copied_again_by_a_check_of_every_copy(
     run, config: Config, tmp_path: Path, subagent: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
