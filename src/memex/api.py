@@ -169,7 +169,10 @@ class Memex:
         unchanged: dict[str, StoredStream] = {}
         if paths and not any(p.is_dir() for p in paths):
             if check_archive and conn is not None:
-                self._mark_lost_copies(conn, thorough=True)  # copied by the next run that walks their folders
+                # Every lost copy made pending: those of the files named are made in this run (an unchanged
+                # file whose copy is pending gets it: `index_transcripts`), the others by the next run that
+                # reads their files.
+                self._mark_lost_copies(conn, thorough=True)
             # Files named (the Stop hook's, a re-index of one file): only their rows are read, by path; a
             # walk over the whole store's rows would cost more than reading the files.
             transcripts = discover(roots, skipped)

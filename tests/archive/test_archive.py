@@ -244,6 +244,36 @@ def test_a_corrupted_piece_is_reported_not_served(config: Config, tmp_path: Path
         reader.read()
 
 
+def test_a_copy_of_a_transcript_that_moved_names_its_new_path_and_keeps_its_pieces(
+    config: Config, tmp_path: Path
+) -> None:
+    """A transcript found at a new path, grown meanwhile (or whose copy's header still names where it was):
+    the header is rewritten and the new bytes appended; the pieces archived stay byte for byte."""
+    lines = _lines(LARGE)
+    old = tmp_path / "old" / "s.jsonl"
+    old.parent.mkdir()
+    old.write_bytes(b"".join(lines[:300]))
+    conn = connect(config.db_path)
+    assert keep_copy(conn, config, Stream("claude", "s", "", old)).status == "new"
+    copy = archive_root(config) / archive_row(conn, "s", "").archive_path
+    with open(copy, "rb") as handle:
+        before = frames.scan(handle, copy.stat().st_size)
+    assert before is not None
+    pieces = copy.read_bytes()[before.pieces[0].at : before.end]
+    new = tmp_path / "new" / "s.jsonl"
+    new.parent.mkdir()
+    os.rename(old, new)
+    new.write_bytes(LARGE.read_bytes())
+    assert keep_copy(conn, config, Stream("claude", "s", "", new)).status == "relabelled"
+    with ArchiveReader(copy) as reader:
+        assert reader.header["source"] == str(new) and reader.read() == LARGE.read_bytes()
+    assert pieces in copy.read_bytes()  # copied, not compressed again
+    row = archive_row(conn, "s", "")
+    assert row is not None and (row.source_path, row.stored_bytes) == (str(new), copy.stat().st_size)
+    assert keep_copy(conn, config, Stream("claude", "s", "", new)).status == "unchanged"
+    conn.close()
+
+
 def test_a_store_that_lost_some_archive_rows_finds_those_copies_again(run, config: Config, tmp_path: Path) -> None:
     """A store older than its archive (restored from a backup): the session folders it does not know are read."""
     projects = tmp_path / "claude-projects"
@@ -388,6 +418,32 @@ def test_an_archive_folder_deleted_is_copied_again_by_the_next_index(
 def _archive_check(run) -> dict:  # type: ignore[no-untyped-def]
     """`memex doctor`'s archive check."""
     return {c["name"]: c for c in json.loads(run("doctor", "--json").stdout)["checks"]}["archive"]
+
+
+@pytest.mark.parametrize("subagent", [False, True])
+def test_a_check_of_the_archive_with_files_named_copies_theirs_again_at_once_and_the_others_next_run(
+    run, config: Config, tmp_path: Path, subagent: bool
+) -> None:
+    """`memex index --check-archive FILE`: the named file's lost copy (deleted, or cut short) is made again in
+    that run; another lost copy is made pending, and made by the next run that reads its folder."""
+    projects = tmp_path / "claude-projects"
+    shutil.copytree(HILLVIEW, projects / HILLVIEW.name)
+    assert run("index", "--no-embed").exit_code == 0
+    conn = connect(config.db_path)
+    rows = conn.execute("SELECT agent_id, source_path, archive_path, stored_bytes FROM archive_streams").fetchall()
+    conn.close()
+    named = next(row for row in rows if bool(row["agent_id"]) == subagent)
+    other = next(row for row in rows if row["source_path"] != named["source_path"])
+    named_copy, other_copy = (archive_root(config) / row["archive_path"] for row in (named, other))
+    with open(named_copy, "r+b") as handle:
+        handle.truncate(named["stored_bytes"] // 2)
+    other_copy.unlink()
+
+    assert run("index", "--no-embed", "--check-archive", named["source_path"]).exit_code == 0
+    assert _zstd_d(named_copy) == Path(named["source_path"]).read_bytes()
+    assert not other_copy.exists()
+    assert run("index", "--no-embed").exit_code == 0
+    assert _zstd_d(other_copy) == Path(other["source_path"]).read_bytes()
 
 
 @pytest.mark.parametrize("subagent", [False, True])

@@ -449,6 +449,25 @@ def test_hooks_import_only_what_they_need(corpus, env: Path, event: str, payload
         assert not any(m == name or m.startswith(name + ".") for m in imported), name
 
 
+@pytest.mark.subprocess
+def test_the_hooks_module_compiles_no_pattern_when_imported() -> None:
+    """Every hook (a prompt's on every prompt) imports `memex.hooks.events`: the pattern only a Stop hook
+    uses (the answer's start it waits for) is compiled on first use, not at import."""
+    import subprocess
+    import sys
+
+    code = (
+        "import re, sys\n"
+        "compile, callers = re.compile, []\n"
+        "re.compile = lambda *a, **k: callers.append(sys._getframe(1).f_globals['__name__']) or compile(*a, **k)\n"
+        "import memex.hooks.events\n"
+        "print(' '.join(callers))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "memex.hooks.events" not in result.stdout.split()
+
+
 def test_large_backlog_is_handed_to_a_background_index(env: Path, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("MEMEX_HOOK_INLINE_INGEST_MAX_BYTES", "200")
     session = transcript(tmp_path / "p", CURRENT, "/home/dev/shop")

@@ -14,8 +14,11 @@ import pytest
 
 from corpus import FIXTURES, HILLVIEW
 from memex.api import Memex
+from memex.archive import frames
 from memex.config import load_config
+from memex.ingest import indexer
 
+NEW_SESSION = FIXTURES / "claude" / "misc" / "large-conversation.jsonl"
 LIVE = FIXTURES / "live" / "claude-2.1.330" / "projects" / "-home-dev-proj"  # a session with a subagents/ folder
 
 
@@ -130,3 +133,50 @@ def test_a_backup_named_by_hand_takes_no_path_and_the_returning_original_keeps_i
     back = _index(run)
     assert (back["files_changed"], back["sessions"]) == (0, first["sessions"])
     assert sorted(_paths(conn)) == paths
+
+
+def _copy_sources(home: Path) -> list[str]:
+    """The source path each archive copy's header names (what a store rebuilt from scratch learns)."""
+    sources = []
+    for path in sorted((home / "archive").rglob("*.zst")):
+        with open(path, "rb") as handle:
+            scan = frames.scan(handle, os.fstat(handle.fileno()).st_size)
+        assert scan is not None
+        sources.append(scan.header["source"])
+    return sources
+
+
+# Parallel: a new file read by worker processes beside the moved ones (which the run's end copies).
+@pytest.mark.parametrize("workers", ["1", "2", "parallel"])
+def test_a_move_rewrites_the_copies_headers_so_a_store_rebuilt_from_the_archive_knows_the_new_paths(
+    run, conn, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: str
+) -> None:
+    old = tmp_path / "claude-projects"
+    files = _fill(old)
+    _index(run)
+    new = tmp_path / "renamed-projects"
+    os.rename(old, new)
+    monkeypatch.setenv("MEMEX_CLAUDE_DIR", str(new))
+    if workers == "parallel":
+        monkeypatch.setattr(indexer, "PARALLEL_MIN_FILES", 1)
+        monkeypatch.setattr(indexer, "PARALLEL_MIN_BYTES", 0)
+        shutil.copy(NEW_SESSION, new / HILLVIEW.name)
+        files, workers = files + 1, "2"
+    _index(run, workers)
+    sources = _copy_sources(home)
+    assert len(sources) == files and all(source.startswith(f"{new.resolve()}/") for source in sources)
+    assert conn.execute("SELECT count(*) FROM archive_pending").fetchone()[0] == 0
+    again = _index(run, workers)
+    assert (again["files"], again["files_changed"]) == (files, 0)  # the copies are whole: nothing read again
+
+    # The store lost, the archive kept: the copies name the files on disk, so none is restored as a
+    # session whose original is gone (it would be stored again beside the file's, as a copy of it).
+    conn.close()
+    for path in home.glob("memex.db*"):
+        path.unlink()
+    rebuilt = _index(run, workers)
+    assert (rebuilt["files"], rebuilt["sessions"]) == (files, again["sessions"])
+    with sqlite3.connect(home / "memex.db") as fresh:
+        assert fresh.execute("SELECT count(*) FROM archive_streams WHERE source_gone_at IS NOT NULL").fetchone() == (0,)
+        paths = [path for (path,) in fresh.execute("SELECT transcript_path FROM sessions")]
+    assert paths and all(path.startswith(f"{new.resolve()}/") for path in paths)

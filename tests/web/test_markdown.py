@@ -143,6 +143,31 @@ def test_a_long_code_block_in_a_list_item_or_a_quote_is_folded_closed_and_reopen
     assert [int(n) for n in shown] == list(range(200)) and not re.search(r"\n[ \t]+step", head + rest)
 
 
+@pytest.mark.parametrize(
+    ("before", "indent", "after", "start"),
+    [
+        ("1. one\n\n   ```text", "   ", "   ```\n2. two", "2"),
+        ("1. one\n\n   ```text", "   ", "   ```\n   and then\n2. two", "2"),  # the item goes on after its block
+        ("10. one\n\n    ```text", "    ", "    ```\n    and then\n11. two", "11"),  # indented as wide as code
+        ("1. one\n   - sub\n\n     ```text", "     ", "     ```\n   and then\n2. two", "2"),  # the outer item's
+    ],
+    ids=["next-item", "item-goes-on", "wide-marker", "nested"],
+)
+def test_the_item_after_a_folded_code_block_in_a_numbered_list_is_still_an_item(
+    before: str, indent: str, after: str, start: str
+) -> None:
+    """Rendered without its list, the rest of an item whose code block was folded ends before the next item:
+    `2. two` is an item numbered 2, never a line of the paragraph before it (only a list starting at 1 may
+    interrupt a paragraph), and the item's own text after its block is a paragraph, not code."""
+    code = "\n".join(f"{indent}step {n} of the build" for n in range(200))
+    fold = folded_markdown(f"{before}\n{code}\n{after}\n")
+    assert fold.rest
+    rest = str(markdown(fold.rest))
+    assert rest.count("<pre>") == 1 and rest.rstrip().endswith(f'<ol start="{start}">\n<li>two</li>\n</ol>')
+    if "and then" in after:
+        assert "<p>and then</p>" in rest.split("</code></pre>")[1]
+
+
 def test_a_long_message_is_folded_between_blocks() -> None:
     text = "\n\n".join(f"- item {n}\n- more {n}" if n % 2 else f"Paragraph {n} " + "word " * 30 for n in range(40))
     fold = folded_markdown(text)

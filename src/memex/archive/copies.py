@@ -3,7 +3,8 @@
 `keep_copy` brings one stream's copy in line with its source. A source that only grew gets new pieces
 appended (never the whole file rewritten per turn); one whose archived bytes changed (a rewrite: Gemini's
 JSON chats) is copied again whole. Every piece written is read back and checked against the hash of the
-source bytes it was made from.
+source bytes it was made from. A source that moved (`memex.ingest.moves`) gets a new header naming its new
+path, its pieces copied as they are: a store rebuilt from the archive learns every source from its header.
 
 A session an agent keeps in a database (OpenCode, Cursor: a synthetic transcript `<database>#<key>`) is
 archived as its records as JSON lines (what `memex show --raw` gives of it), copied again whenever the
@@ -75,7 +76,8 @@ class Stream(FrozenRecord):
 
 
 class KeepReport(Record):
-    """What `keep_copy` did: new, appended, compacted, rewritten, unchanged, missing (source gone)."""
+    """What `keep_copy` did: new, appended, compacted, rewritten, relabelled (the transcript moved: its
+    header names the new path), unchanged, missing (source gone)."""
 
     __slots__ = ("raw_bytes", "status", "stored_bytes")
 
@@ -182,26 +184,35 @@ def _sync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-def _rebuild(
-    target: Path, prefix: bytes | tuple[Path, int], source: BinaryIO, start: int, end: int, level: int
-) -> None:
-    """Write a new copy beside `target` (its first bytes: `prefix`, or that many bytes copied from a file),
-    then the pieces of the source's [start, end), and rename it over `target`."""
+# What a rebuilt copy begins with, in order: bytes, or the bytes [start, end) of a file (the old copy's).
+Prefix = list[bytes | tuple[Path, int, int]]
+
+
+def _copy_range(out: BinaryIO, old: Path, start: int, end: int) -> None:
+    with open(old, "rb") as handle:
+        handle.seek(start)
+        length = end - start
+        while length > 0:
+            block = handle.read(min(1 << 20, length))
+            if not block:
+                raise frames.ArchiveCorrupt(f"{old} shrank while it was rewritten")
+            out.write(block)
+            length -= len(block)
+
+
+def _rebuild(target: Path, prefix: Prefix, source: BinaryIO | None, start: int, end: int, level: int) -> None:
+    """Write a new copy beside `target` (its first bytes: `prefix`), then the pieces of the source's
+    [start, end), and rename it over `target`."""
     temporary = target.with_name(target.name + ".tmp")
     fd = open_private(temporary, os.O_WRONLY | os.O_TRUNC)
     with os.fdopen(fd, "wb") as out:
-        if isinstance(prefix, bytes):
-            out.write(prefix)
-        else:
-            old, length = prefix
-            with open(old, "rb") as handle:
-                while length > 0:
-                    block = handle.read(min(1 << 20, length))
-                    if not block:
-                        raise frames.ArchiveCorrupt(f"{old} shrank while it was compacted")
-                    out.write(block)
-                    length -= len(block)
-        _write_pieces(out, source, start, end, level)
+        for part in prefix:
+            if isinstance(part, bytes):
+                out.write(part)
+            else:
+                _copy_range(out, *part)
+        if source is not None:
+            _write_pieces(out, source, start, end, level)
         out.flush()
         os.fsync(out.fileno())
     _verify(temporary, start)
@@ -250,25 +261,46 @@ def _header_info(stream: Stream) -> dict[str, str]:
     }
 
 
+def _header_end(scan: frames.Scan) -> int:
+    """Where the header ends in the archive file (the first piece begins)."""
+    return scan.pieces[0].at if scan.pieces else scan.end
+
+
 def _update(target: Path, stream: Stream, source: BinaryIO, size: int, level: int) -> str:
     """Bring the copy at `target` up to the source's first `size` bytes; returns what was done."""
     scan = _scan(target)
-    if scan is None or not _is_prefix(source, size, scan) or scan.header.get("source") != str(stream.source):
+    if scan is None or not _is_prefix(source, size, scan):
         status = "new" if scan is None else "rewritten"
         make_private_folder(target.parent)
-        _rebuild(target, frames.header(_header_info(stream)), source, 0, size, level)
+        _rebuild(target, [frames.header(_header_info(stream))], source, 0, size, level)
         return status
     archived = scan.raw_bytes
+    if scan.header.get("source") != str(stream.source):  # the same bytes at a new path: the transcript moved
+        header = frames.header(_header_info(stream))
+        _rebuild(target, [header, (target, _header_end(scan), scan.end)], source, archived, size, level)
+        return "relabelled"
     if archived == size:
         if scan.end != scan.size:  # an interrupted write left bytes past the last piece
             _append(target, scan.end, source, size, size, level)
         return "unchanged"
     tail = _small_tail(scan)
     if len(tail) + 1 > COMPACT_PIECES:
-        _rebuild(target, (target, tail[0].at), source, tail[0].offset, size, level)
+        _rebuild(target, [(target, 0, tail[0].at)], source, tail[0].offset, size, level)
         return "compacted"
     _append(target, scan.end, source, archived, size, level)
     return "appended"
+
+
+def _relabel(target: Path, stream: Stream) -> int | None:
+    """Make the header of the copy at `target` name the stream's source, its pieces copied as they are (a
+    transcript that moved: its copy's header is what a store rebuilt from scratch learns the path from,
+    `memex.archive.reader.register_found`). Returns the copy's new size; None when it named it already."""
+    scan = _scan(target)
+    if scan is None or scan.header.get("source") == str(stream.source):
+        return None
+    header = frames.header(_header_info(stream))
+    _rebuild(target, [header, (target, _header_end(scan), scan.end)], None, scan.raw_bytes, scan.raw_bytes, 0)
+    return target.stat().st_size
 
 
 def keep_copy(conn: sqlite3.Connection, config: Config, stream: Stream) -> KeepReport:
@@ -293,10 +325,19 @@ def keep_copy(conn: sqlite3.Connection, config: Config, stream: Stream) -> KeepR
         return KeepReport("missing", row.raw_bytes if row else 0, row.stored_bytes if row else 0)
     if opened is None:
         assert row is not None
+        status = "unchanged"
         if is_pending(conn, stream.session_id, stream.agent_id):  # a read first: most runs write nothing
+            # Pending while up to date: made pending by a move (`memex.ingest.moves`), or by a run killed
+            # before it copied. A move's header is rewritten, so it names the transcript's new path.
+            with archive_lock(root):
+                stored = _relabel(target, stream)
             with transaction(conn):
+                if stored is not None:
+                    row.source_path, row.stored_bytes, row.updated_at = str(stream.source), stored, now()
+                    save_archive_row(conn, row)
+                    status = "relabelled"
                 copy_kept(conn, stream.session_id, stream.agent_id)
-        return KeepReport("unchanged", row.raw_bytes, row.stored_bytes)
+        return KeepReport(status, row.raw_bytes, row.stored_bytes)
     source, (source_size, source_mtime_ns) = opened
     with source:
         size = os.fstat(source.fileno()).st_size

@@ -4,7 +4,6 @@ what prints does, through the app."""
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -70,9 +69,6 @@ def run_index(
     """Index transcripts (`memex index`'s options) and print what was done; returns the exit status."""
     if everything and (paths or agents):
         raise UserError("--all indexes every agent's default folders: give it no PATHS and no --agent")
-    # What was imported lives as long as the process: the collector need not walk it again each time the
-    # tens of thousands of rows and file states a run holds trigger a collection.
-    gc.freeze()
     memex = app.memex(readonly=False)
     for old, moved in memex.follow_rename().items():
         app.say("note", f"this computer was {old!r}, now {app.config.computer!r}: {moved} sessions follow the new name")
@@ -133,7 +129,9 @@ def _index_here(
     and where it was looked for."""
     # Discovery makes tens of thousands of objects that hold no cycle and live till the end (the stored
     # streams' rows, the paths found unchanged): the collector, which ran ~30 times over them (~5 ms at
-    # 20,000 transcripts), is off meanwhile, and they are frozen with the imports once made.
+    # 20,000 transcripts), is off meanwhile, and they are frozen once made, with everything before them
+    # (the imports: the entry point froze them already), so the collections the run's reading triggers
+    # never walk them.
     with Paused():
         found = memex.discover(paths, agents, check_archive=check_archive)
     with app.byte_progress("Indexing") as progress:

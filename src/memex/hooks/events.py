@@ -155,15 +155,16 @@ def _named_sidechain(hook: Hook, known: list[Any]) -> list[Any]:
 FLUSH_WAIT_SECONDS = 2.0
 FLUSH_POLL_SECONDS = 0.02
 # What is looked for in the transcript: a run of plain characters of the answer's start (JSON escapes none
-# of them), and how much of the file's end is read for it.
-_PLAIN_RUN = re.compile(r"[A-Za-z0-9 ]{12,}")
+# of them), and how much of the file's end is read for it. A pattern, compiled (and cached by `re`) on first
+# use: only a Stop hook looks for an answer, and every hook imports this module.
+_PLAIN_RUN = r"[A-Za-z0-9 ]{12,}"
 SNIPPET_CHARS = 40
 TAIL_BYTES = 1 << 20
 
 
 def _answer_snippet(message: str | None) -> bytes | None:
     """A piece of the answer's start as the transcript's JSON holds it, or None when it has none to use."""
-    found = _PLAIN_RUN.search((message or "")[:400])
+    found = re.search(_PLAIN_RUN, (message or "")[:400])
     return found.group()[:SNIPPET_CHARS].strip().encode() if found else None
 
 

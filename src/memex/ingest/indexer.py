@@ -325,7 +325,10 @@ def index_transcripts(
         else []
     )
     work = [p for p in plans if p.status not in IDLE]
-    _record_moves(conn, [p for p in plans if p.moved is not None])
+    moved = [p for p in plans if p.moved is not None]
+    _record_moves(conn, moved)
+    if config.archive_enabled:  # their copies' headers name the old paths (`memex.ingest.moves`)
+        copy_pending.update((p.session_id, p.agent_id) for p in moved)
     if len(work) >= PARALLEL_MIN_FILES and sum(p.size - p.state.resume_offset for p in work) >= PARALLEL_MIN_BYTES:
         _index_in_parallel(conn, config, plans, work, workers, done)
     else:

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import sqlite3
 
-from memex.store.archive import copy_kept, is_pending
-
 
 def stored_path(conn: sqlite3.Connection, session_id: str, agent_id: str) -> str | None:
     """The path a stream was last read from, as the store holds it."""
@@ -39,9 +37,9 @@ def record_move(
 ) -> bool:
     """Within the caller's transaction: record that the stream stored at `old` is the unchanged file at `new`
     (its size and time as stored), and its archive copy's source with it. Nothing else changes: no turn,
-    vector or mirror; the copy's pending state stays what it was (the update of the path marks it pending).
-    False when the stored row no longer matches (another writer got there first)."""
-    pending = is_pending(conn, session_id, agent_id)
+    vector or mirror. The update of the path makes the copy pending (a trigger): its header still names the
+    old path, and keeping the copy (`memex.archive.copies.keep_copy`) rewrites it, pieces untouched, in the
+    same run. False when the stored row no longer matches (another writer got there first)."""
     stream = _SUBAGENT if agent_id else _MAIN
     found = {"new": new, "session_id": session_id, "agent_id": agent_id, "old": old, "size": size, "mtime": mtime_ns}
     if not conn.execute(stream, found).rowcount:
@@ -52,6 +50,4 @@ def record_move(
         "WHERE session_id = ? AND agent_id = ? AND source_path = ?",
         (new, session_id, agent_id, old),
     )
-    if not pending:
-        copy_kept(conn, session_id, agent_id)
     return True

@@ -30,7 +30,11 @@ def folded_markdown(text: str | None) -> Folded:
     for token in tokens:
         first, end = token.map or (0, 0)  # `end`: the line after the closing fence
         if token.type == "fence" and first <= last < end - 1:
-            return _cut_fence(text, cut, token.markup, text[starts[first] : starts[first + 1] - 1], starts[end])
+            opener = text[starts[first] : starts[first + 1] - 1]
+            items = [t.map for t in tokens if t.type == "list_item_open" and t.map]
+            # Where the list items holding the block end (the lines after them), innermost first.
+            ends = sorted({starts[stop] for start, stop in items if start <= first and end <= stop < len(starts) - 1})
+            return _cut_fence(text, cut, token.markup, opener, starts[end], ends)
     return Folded(text[:cut], text[cut:])
 
 
@@ -38,18 +42,27 @@ def folded_markdown(text: str | None) -> Folded:
 _LIST_MARKER = re.compile(r"[-*+]|\d{1,9}[.)]")
 
 
-def _cut_fence(text: str, cut: int, fence: str, opener: str, after: int) -> Folded:
+def _cut_fence(text: str, cut: int, fence: str, opener: str, after: int, item_ends: list[int]) -> Folded:
     """`text` cut at `cut`, inside the code block opened by the line `opener` and closed before `after`:
     the block closed in the head as its container (a list item, a quote) goes on, and opened again in the
-    rest, at the top level when the container was a list item (its code lines unindented as much)."""
+    rest, at the top level when the container was a list item (its code lines, and the item's lines after
+    them, unindented as much). `item_ends`: where the list items holding the block end, innermost first; in
+    the rest, each is set apart by a blank line, as the rest is rendered without the list it belongs to: the
+    next item (`2. two`) after a paragraph would be read as that paragraph's next line (only a list starting
+    at 1 may interrupt one)."""
     container = _LIST_MARKER.sub(lambda m: " " * len(m.group()), opener[: opener.index(fence)])
     head = f"{text[:cut]}\n{container}{fence}"
-    rest = text[cut:]
+    bounds = [cut, *item_ends, len(text)]
+    parts = [text[start:stop] for start, stop in itertools.pairwise(bounds)]
     if not container.strip():  # a list item's (or an indented) block: its lines lose the item's indent
         opener = opener[len(container) :]
         width = len(container.expandtabs(TAB_STOP))
-        first, *lines = text[cut:after].split("\n")  # the cut line's rest stays as it is: cut mid-line
-        rest = "\n".join([first, *(_unindent(line, width) for line in lines)]) + text[after:]
+        inside = parts[0] if item_ends else text[cut:after]  # the code lines, and the rest of their item
+        first, *lines = inside.split("\n")  # the cut line's rest stays as it is: cut mid-line
+        parts[0] = "\n".join([first, *(_unindent(line, width) for line in lines)]) + parts[0][len(inside) :]
+    rest = parts[0]
+    for part in parts[1:]:
+        rest += ("" if rest.endswith("\n\n") else "\n") + part
     return Folded(head, opener + ("" if rest[:1] == "\n" else "\n") + rest)
 
 
