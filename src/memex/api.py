@@ -147,12 +147,14 @@ class Memex:
         *,
         check_archive: bool = False,
         tree: LiveTree | None = None,
+        stored: dict[str, StoredStream] | None = None,
     ) -> Discovery:
         """The transcripts under `paths` (files or folders), or under the agents' default folders when none
         is given; only those of `agents` (default: every agent). With a store, the files it holds at their
         very size and time go to `unchanged` instead (only stat'ed: `memex.sources.files.Sieve`; not even
         that in the folders a live `tree` holds). `check_archive`: look at every archived copy now, and
-        make pending those lost whose transcript is still on disk (`memex.archive.reader.mark_lost_copies`)."""
+        make pending those lost whose transcript is still on disk (`memex.archive.reader.mark_lost_copies`).
+        `stored`: the store's `stored_streams` now, when the caller keeps them (`stored_streams_since`)."""
         from memex.ingest.indexer import default_roots, discover, sieve_known
         from memex.ingest.state import stored_streams, stored_streams_at
         from memex.sources import ADAPTERS
@@ -179,7 +181,7 @@ class Memex:
             known = stored_streams_at(conn, _stream_paths(transcripts)) if conn is not None else None
         else:
             # What the store holds: the files found as it holds them are counted, never read.
-            known = stored_streams(conn) if conn is not None else None
+            known = (stored if stored is not None else stored_streams(conn)) if conn is not None else None
             if conn is not None and known:
                 # Before the sieve: the transcripts of the copies lost are read to copy them.
                 self._mark_lost_copies(conn, thorough=check_archive)

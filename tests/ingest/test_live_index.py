@@ -155,3 +155,17 @@ def test_index_warm_off_never_asks(sessions: list[ClaudeSession], run) -> None:
     assert live.ask_index(load_config(), ()) is None
     assert index_json(run)["warm"] is False
     assert warm.server_pid(load_config()) is None  # and starts no server
+
+
+def test_a_change_of_the_store_alone_is_seen(
+    server: warm.WarmServer, sessions: list[ClaudeSession], run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server's run agrees with a walk when the store changed and no file did (a forget: its rows go,
+    its tombstone keeps the file from coming back): the tree's remembered sieve is not trusted then."""
+    assert index_json(run)["warm"] is True  # the server's sieve remembered
+    forgotten = run("forget", sessions[3].session_id, "--yes")
+    assert forgotten.exit_code == 0, forgotten.output
+    served = index_json(run)
+    assert served["warm"] is True
+    assert counts(served) == counts(walked(run, monkeypatch))
+    assert served["sessions"] == FILES - 1

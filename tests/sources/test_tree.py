@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memex.sources import tree as live
+from memex.sources.files import Sieve, candidates
 
 pytestmark = pytest.mark.skipif(not live.available(), reason="inotify is Linux-only")
 
@@ -172,5 +173,43 @@ def test_a_folder_that_is_not_held_is_not_answered_for(tmp_path: Path) -> None:
         tree.track([str(tmp_path / "missing")])
         held = tree.listing(str(tmp_path / "missing"))  # asked again: held once it exists
         assert held is not None and list(held) == []
+    finally:
+        tree.close()
+
+
+def _sieved(tree: live.LiveTree, root: Path, known: dict[str, tuple[object, ...]]) -> tuple[list[str], list[str]]:
+    """(the files a sieving walk over `root` yields, those it takes out as unchanged)."""
+    unchanged: dict[str, object] = {}
+    found = [str(path) for path, _ in candidates([root], "*.jsonl", sieve=Sieve(known, "claude", unchanged, tree))]
+    return found, sorted(unchanged)
+
+
+def test_a_sieving_walk_over_the_tree_takes_out_what_a_listing_walk_takes_out(tmp_path: Path) -> None:
+    for n in range(4):
+        (tmp_path / "p" / f"{n}.jsonl").parent.mkdir(exist_ok=True)
+        (tmp_path / "p" / f"{n}.jsonl").write_text("{}\n" * (n + 1))
+
+    def row(path: Path, size: int | None = None) -> tuple[object, ...]:
+        found = path.stat()
+        return (found.st_size if size is None else size, found.st_mtime_ns, "claude", path.stem, "", str(path))
+
+    files = sorted((tmp_path / "p").glob("*.jsonl"))
+    known = {str(path): row(path) for path in files[:3]}
+    tree = live.LiveTree()
+    try:
+        tree.track([str(tmp_path)])
+        expected = _sieved(None, tmp_path, known)  # type: ignore[arg-type]  # no tree: the folders are listed
+        assert expected == ([str(files[3])], [str(p) for p in files[:3]])
+        assert _sieved(tree, tmp_path, known) == expected
+        assert _sieved(tree, tmp_path, known) == expected  # remembered, the same
+        assert _sieved(tree, tmp_path, dict(known)) == expected  # the same rows in another mapping
+        known[str(files[0])] = row(files[0], size=1)  # the store's row changed, not the file
+        assert _sieved(tree, tmp_path, known) == _sieved(None, tmp_path, known)  # type: ignore[arg-type]
+        assert str(files[0]) in _sieved(tree, tmp_path, known)[0]
+        known[str(files[0])] = row(files[0])
+        with open(files[1], "a") as handle:  # the file changed, not the store's row
+            handle.write("{}\n")
+        tree.refresh()
+        assert _sieved(tree, tmp_path, known) == ([str(files[1]), str(files[3])], [str(files[0]), str(files[2])])
     finally:
         tree.close()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memex.ingest.indexer import discover, index_transcripts
-from memex.ingest.state import AGENT, FILE_SIZE, stored_streams
+from memex.ingest.state import AGENT, FILE_SIZE, stored_streams, stored_streams_since
 from memex.store import snapshots, streams
 from memex.store.archive import archive_rows
 from memex.store.db import connect, connect_readonly
@@ -213,3 +213,34 @@ def test_every_session_is_checked_when_the_log_no_longer_covers_the_span(conn, c
     assert snapshots.sessions_to_check(conn)[0] is None
     report = index_transcripts(conn, config, discover({"claude": [root]}))
     assert report.mirrors == 1 and mirrored(conn) == every
+
+
+def test_streams_kept_between_runs_follow_every_change_and_keep_the_rows_that_did_not(  # type: ignore[no-untyped-def]
+    conn, config, indexed, monkeypatch
+) -> None:
+    """`stored_streams_since` (the warm server's): the streams as of a change, brought up to date from the log,
+    are the store's; a row that did not change is the very object it was (the live tree's sieve memo
+    compares references); a span the log no longer covers is read whole."""
+    known, last = stored_streams_since(conn, None, 0)
+    assert known == truth(conn) and last == snapshots.last_stream_change(conn)
+    same, at = stored_streams_since(conn, known, last)
+    assert same is known and at == last  # nothing changed: the same mapping
+    ids = [row[0] for row in conn.execute("SELECT session_id FROM sessions ORDER BY session_id")]
+    other = connect(config.db_path)
+    try:
+        other.execute("UPDATE sessions SET file_size = file_size + 10 WHERE session_id = ?", (ids[0],))
+        other.execute("UPDATE sessions SET transcript_path = '/moved/x.jsonl' WHERE session_id = ?", (ids[1],))
+        other.execute("DELETE FROM sessions WHERE session_id = ?", (ids[2],))
+    finally:
+        other.close()
+    updated, now = stored_streams_since(conn, known, last)
+    assert updated == truth(conn) and now > last and updated is not known
+    kept = [path for path in updated if path in known and updated[path] == known[path]]
+    assert len(kept) == FILES - 3 and all(updated[path] is known[path] for path in kept)
+    fresh_snapshot(conn)  # a snapshot taken again drops the log these changes were in
+    conn.execute("UPDATE sessions SET file_size = file_size + 1 WHERE session_id = ?", (ids[3],))
+    assert stored_streams_since(conn, known, last)[0] == truth(conn)  # read whole: the span is gone
+    monkeypatch.setattr(snapshots, "RETAKE_AFTER_CHANGES", 3)
+    latest, now = stored_streams_since(conn, None, 0)
+    conn.execute("UPDATE sessions SET file_size = file_size + 1")  # more changes than the log is read for
+    assert stored_streams_since(conn, latest, now)[0] == truth(conn)

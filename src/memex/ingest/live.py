@@ -24,6 +24,7 @@ from memex.config import Config
 
 if TYPE_CHECKING:
     from memex.api import Discovery, Memex
+    from memex.ingest.state import StoredStream
     from memex.sources.tree import LiveTree
 
 # The server may wait for another writer or list the folders for the first time: a client waits this long
@@ -68,6 +69,10 @@ class LiveIndex:
         self.lock = threading.Lock()
         self._memex: Memex | None = None
         self._identity: int | None = None
+        # The stored streams as of change `_last` of their log, kept between runs (`stored_streams_since`):
+        # the rows that did not change stay the same objects, which the tree's sieve memo relies on.
+        self._stored: dict[str, StoredStream] | None = None
+        self._last = 0
 
     def prepare(self) -> None:
         """List and watch the folders now, not on the first run."""
@@ -82,11 +87,13 @@ class LiveIndex:
         if payload.get("roots") != roots:
             return {"walk": "the client's folders are not the server's"}
         from memex.ingest.indexer import PARALLEL_MIN_BYTES, PARALLEL_MIN_FILES
+        from memex.ingest.state import stored_streams_since
 
         with self.lock:
             self.tree.track(self._folders(roots))
             memex = self._writer()
-            found = memex.discover(agents=agents, tree=self.tree)
+            self._stored, self._last = stored_streams_since(memex.conn, self._stored, self._last)
+            found = memex.discover(agents=agents, tree=self.tree, stored=self._stored)
             files, size = _to_read(found)
             if files >= PARALLEL_MIN_FILES or size >= PARALLEL_MIN_BYTES:
                 return {"walk": f"{files} files to read"}
@@ -126,6 +133,7 @@ class LiveIndex:
         if self._memex is not None and identity != self._identity:
             self._memex.close()
             self._memex = None
+            self._stored = None
         if self._memex is None:
             self._memex = Memex(self.config, readonly=False)
         self._identity = identity

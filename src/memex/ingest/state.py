@@ -149,6 +149,27 @@ def stored_streams(conn: sqlite3.Connection) -> dict[str, StoredStream]:
     return known
 
 
+def stored_streams_since(
+    conn: sqlite3.Connection, known: dict[str, StoredStream] | None, last: int
+) -> tuple[dict[str, StoredStream], int]:
+    """`stored_streams` for a process that keeps them between runs (the warm server): `known` as of change
+    `last` brought up to date from the log of changes (a new dict; the rows that did not change are the
+    same objects), or read whole when there is no `known` or the log does not cover the span; and the
+    last change they are up to date with."""
+    changed = None if known is None else snapshots.streams_since(conn, last)
+    if known is None or changed is None:
+        now = snapshots.last_stream_change(conn)  # first: a change made during the read is applied next time
+        return stored_streams(conn), now
+    gone, fresh, now = changed
+    if not gone and not fresh:
+        return known, now
+    updated = dict(known)
+    for path in gone:
+        updated.pop(path, None)
+    updated.update(_by_path(fresh))
+    return updated, now
+
+
 def stored_streams_at(conn: sqlite3.Connection, paths: Iterable[str]) -> dict[str, StoredStream]:
     """`stored_streams` of these paths only (those the store holds): a run over named files reads their rows,
     not the tens of thousands of every stream."""

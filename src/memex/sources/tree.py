@@ -109,6 +109,7 @@ class LiveTree:
         self._folders: dict[str, dict[str, Entry]] = {}  # real path -> name -> entry
         self._watch_of: dict[str, int] = {}  # folder -> its watch descriptor
         self._folder_of: dict[int, str] = {}  # watch descriptor -> folder
+        self._memos: dict[str, dict[object, object]] = {}  # folder -> what its users keep of it (`memos`)
         self.overflows = 0  # times the kernel's queue overflowed (the tree was dropped and built again)
 
     @property
@@ -128,6 +129,12 @@ class LiveTree:
         """The entries of `folder` as of the last `refresh`, or None when the tree does not hold it."""
         held = self._folders.get(folder)
         return None if held is None else held.values()
+
+    def memos(self, folder: str) -> dict[object, object]:
+        """A place to keep what is worked out from `folder`'s listing (by a key of the caller's), emptied
+        whenever a change to the folder is applied: what is found there was worked out from the listing as
+        it is now."""
+        return self._memos.setdefault(folder, {})
 
     def refresh(self) -> None:
         """Apply every change the kernel has reported so far."""
@@ -149,6 +156,7 @@ class LiveTree:
         self._folders.clear()
         self._watch_of.clear()
         self._folder_of.clear()
+        self._memos.clear()
 
     def _apply(self, wd: int, mask: int, name: str) -> None:
         folder = self._folder_of.get(wd)
@@ -164,6 +172,7 @@ class LiveTree:
         if held is None or not name:
             return
         path = f"{folder.rstrip('/')}/{name}"
+        self._memos.pop(folder, None)
         if mask & _ISDIR and mask & _NAME_GOES_OR_COMES:
             self._drop(path, unwatch=True)  # what was held under this name is not what is there now
         entry = _now(name, path)
@@ -216,6 +225,7 @@ class LiveTree:
                 if kind == FOLDER and prefix + item.name not in self._folders:
                     pending.append(prefix + item.name)
             self._folders[current] = held
+            self._memos.pop(current, None)
 
     def _drop(self, folder: str, *, unwatch: bool) -> None:
         """Forget `folder` and everything held under it; `unwatch`: remove their watches too (a folder moved
@@ -223,6 +233,7 @@ class LiveTree:
         inside = folder.rstrip("/") + "/"
         for held in [f for f in self._folders if f == folder or f.startswith(inside)]:
             del self._folders[held]
+            self._memos.pop(held, None)
         for held in [f for f in self._watch_of if f == folder or f.startswith(inside)]:
             wd = self._watch_of.pop(held)
             self._folder_of.pop(wd, None)

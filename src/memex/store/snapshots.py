@@ -84,6 +84,33 @@ def read_streams(conn: sqlite3.Connection) -> Streams:
         return Streams(streams.every_stream(conn), retake=True, last_change=_last_change(cursor, STREAMS))
 
 
+def streams_since(conn: sqlite3.Connection, last: int) -> tuple[list[str], list[Row], int] | None:
+    """What changed in the stored streams after change `last` (`Streams.gone` and `fresh` as `read_streams`
+    gives them past its snapshot) and the last change now, read in one transaction; None when the log no
+    longer covers that span (a snapshot taken since dropped it) or holds more than RETAKE_AFTER_CHANGES."""
+    with _reading(conn) as cursor:
+        now = _sequence(cursor)
+        if now < last:  # another store under the same name
+            return None
+        changes = _logged(cursor, STREAMS, "old_path, session_id, agent_id", last)
+        if changes is None or len(changes) != now - last:  # ids are never reused: a gap is a span dropped
+            return None
+        keys = dict.fromkeys((session_id, agent_id) for _, session_id, agent_id in changes)
+        fresh = [row for row in (streams.one_stream(conn, *key) for key in keys) if row is not None]
+        return [old for old, _, _ in changes if old is not None], fresh, now
+
+
+def last_stream_change(conn: sqlite3.Connection) -> int:
+    """The id of the last change ever logged to the stored streams (0: none), dropped from the log or not."""
+    with _reading(conn) as cursor:
+        return _sequence(cursor)
+
+
+def _sequence(cursor: sqlite3.Cursor) -> int:
+    found = cursor.execute("SELECT seq FROM sqlite_sequence WHERE name = 'stream_changes'").fetchone()
+    return int(found[0]) if found else 0
+
+
 def archive_sources(conn: sqlite3.Connection, outside: Collection[str] = ()) -> set[str]:
     """Every source path the archive holds a copy of, and perhaps a few it no longer does; but those in
     `outside` (the transcripts found on disk: tens of thousands, each looked up once, never made a set)."""
@@ -181,8 +208,7 @@ def sessions_to_check(conn: sqlite3.Connection) -> tuple[set[str] | None, int]:
             checked = cursor.execute("SELECT verified FROM mirror_check").fetchone()
         except sqlite3.OperationalError:  # a store not migrated yet
             return None, 0
-        last = cursor.execute("SELECT seq FROM sqlite_sequence WHERE name = 'stream_changes'").fetchone()
-        last = last[0] if last else 0
+        last = _sequence(cursor)
         if checked is None or checked[0] > last:
             return None, last
         named = cursor.execute("SELECT session_id FROM stream_changes WHERE id > ?", (checked[0],)).fetchall()
