@@ -169,3 +169,56 @@ def test_a_change_of_the_store_alone_is_seen(
     assert served["warm"] is True
     assert counts(served) == counts(walked(run, monkeypatch))
     assert served["sessions"] == FILES - 1
+
+
+LIVE = Path(__file__).resolve().parent.parent / "fixtures" / "live"
+# Real transcripts of current agents (tests/fixtures/README.md) -> the default folder the `home` fixture
+# points each agent to.
+REAL = {
+    "claude-2.1.330/projects": "claude-projects",
+    "codex-0.169.0/sessions": "codex-sessions",
+    "gemini-0.61.0/tmp": "gemini-tmp",
+    "copilot-1.0.102/session-state": "copilot-session-state",
+    "qwen-code-0.24.4/projects": "qwen-projects",
+    "pi-0.73.1/sessions": "pi-sessions",
+    "cline-3.0.65/sessions": "cline-sessions",
+}
+
+
+def test_real_transcripts_of_every_agent_are_counted_as_a_walk_counts_them(
+    home: Path, tmp_path: Path, run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for source, folder in REAL.items():
+        shutil.copytree(LIVE / source, tmp_path / folder)
+    shutil.copy(LIVE / "opencode-1.18.33" / "opencode.db", tmp_path / "opencode.db")
+    first = index_json(run, "--all")
+    assert first["files"] >= 10 and first["failed_files"] == 0
+    monkeypatch.setenv("MEMEX_INDEX_WARM", "1")
+    instance = warm.WarmServer(load_config(), idle_seconds=120, model=False)
+    thread = threading.Thread(target=instance.serve, daemon=True)
+    thread.start()
+    try:
+        assert wait_for(lambda: warm.ask(instance.config, "ping", {}).answer is not None)
+        rollout = next((tmp_path / "codex-sessions").rglob("*.jsonl"))
+        with open(rollout, "a") as handle:  # a Codex rollout grows by the line it ended with
+            handle.write(rollout.read_text().splitlines()[-1] + "\n")
+        transcript = next((tmp_path / "claude-projects").rglob("*.jsonl"))
+        with open(transcript, "a") as handle:
+            handle.write(transcript.read_text().splitlines()[-1] + "\n")
+        served = index_json(run)
+        assert served["warm"] is True and served["files_changed"] == 2
+        again = walked(run, monkeypatch)
+        assert again["files_changed"] == 0
+        assert (
+            counts(served)[:1] + counts(served)[2:4]
+            == counts(again)[:1] + counts(again)[2:4]
+            == (
+                first["files"],
+                first["sessions"],
+                first["subagents"],
+            )
+        )
+        assert counts(index_json(run)) == (first["files"], 0, first["sessions"], first["subagents"], 0, 0)
+    finally:
+        instance.stopping.set()
+        thread.join(10)
