@@ -233,12 +233,16 @@ def main() -> None:
     measure("`memex index PATH`, the grown transcript named", [*index, str(changed)], append_one)
     env["MEMEX_INDEX_WARM"] = "1"
     server = subprocess.Popen(
-        [str(MEMEX), "hooks", "serve", "--no-model", "--idle", "600"],
+        [str(MEMEX), "hooks", "serve", "--for-index", "--idle", "600"],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
+        for _ in range(200):  # its socket first: a run finding none would walk (and might start another)
+            if list((root / "home").glob("warm-*.sock")):
+                break
+            time.sleep(0.1)
         for _ in range(200):  # until it answers an index run (its tree made)
             if b'"warm": true' in subprocess.run([*index, "--json"], env=env, capture_output=True).stdout:
                 break

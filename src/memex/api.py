@@ -87,6 +87,15 @@ class Discovery(Record):
         self.seconds = seconds
 
     @property
+    def where(self) -> str:
+        """The folders and files looked in, for a message saying nothing was found there."""
+        return ", ".join(str(p) for ps in self.roots.values() for p in ps)
+
+    def found_nothing(self, report: IndexReport) -> bool:
+        """Whether nothing at all was found: no transcript, none unchanged, none failed or refused."""
+        return not self.transcripts and not self.unchanged and not report.failed and not report.refused
+
+    @property
     def total_bytes(self) -> int:
         from memex.ingest.state import FILE_SIZE
 

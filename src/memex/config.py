@@ -92,8 +92,9 @@ class IndexSettings:
     index_workers: int = 2
     # 1: `memex index` over the agents' default folders asks the warm server, which keeps their listing up
     # to date with inotify (Linux), to run it: no folder is walked, no unchanged file is `stat`ed (20,000
-    # transcripts, one changed: ~150 ms of CPU -> ~70 for both processes, bench/walk.py). A run with no server walks and
-    # starts one (without the embedding model) for the next. 0: every run walks.
+    # transcripts, one changed: ~150 ms of CPU -> ~70 for both processes, bench/walk.py). A run that finds
+    # no server walks, and starts one (without the embedding model) when the run before was recent too
+    # (within warm_idle_seconds). 0: every run walks.
     index_warm: int = 1
     # A writer waits this long for another writer (a Stop hook racing `memex index`) before giving up.
     busy_timeout_ms: int = 30_000

@@ -137,7 +137,8 @@ def test_idle_server_exits(corpus, home: Path) -> None:
 def test_bad_requests_get_errors(server) -> None:
     _, _, config = server
     path = sock(config)
-    for data in (b"not json\n", b"[1]\n", json.dumps({"v": warm.code_stamp(), "op": "nope"}).encode() + b"\n"):
+    unknown = {"v": warm.code_stamp(), "s": warm.settings_stamp(config), "op": "nope"}  # not stale: unknown
+    for data in (b"not json\n", b"[1]\n", json.dumps(unknown).encode() + b"\n"):
         client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         client.connect(str(path))
         client.sendall(data)

@@ -3,9 +3,11 @@ replaces the walk, and the run indexes, counts and reports what a walk would."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -49,14 +51,23 @@ def sessions(run, home: Path, tmp_path: Path) -> list[ClaudeSession]:
 def server(sessions: list[ClaudeSession], monkeypatch: pytest.MonkeyPatch) -> Iterator[warm.WarmServer]:
     """A warm server (in a thread of this process, on its real socket) with `index_warm` on, its tree made."""
     monkeypatch.setenv("MEMEX_INDEX_WARM", "1")
-    instance = warm.WarmServer(load_config(), idle_seconds=120, model=False)
+    with serving() as instance:
+        assert wait_for(lambda: (instance.live_index() or live.LiveIndex(instance.config)).tree.folders > 0)
+        yield instance
+
+
+@contextlib.contextmanager
+def serving() -> Iterator[warm.WarmServer]:
+    """A warm server as `memex index` starts one, in a thread of this process, on its real socket."""
+    instance = warm.WarmServer(load_config(), idle_seconds=120, for_index=True)
     thread = threading.Thread(target=instance.serve, daemon=True)
     thread.start()
-    assert wait_for(lambda: warm.ask(instance.config, "ping", {}).answer is not None)
-    assert wait_for(lambda: (instance.live_index() or live.LiveIndex(instance.config)).tree.folders > 0)
-    yield instance
-    instance.stopping.set()
-    thread.join(10)
+    try:
+        assert wait_for(lambda: warm.ask(instance.config, "ping", {}).answer is not None)
+        yield instance
+    finally:
+        instance.stopping.set()
+        thread.join(10)
 
 
 def walked(run, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
@@ -133,7 +144,7 @@ def test_the_server_walks_no_folder_the_client_does_not_see(server: warm.WarmSer
     assert reply.answer is not None and reply.answer["report"]["files"] == FILES + 1
 
 
-def test_with_no_server_the_client_walks_and_starts_one(
+def test_with_no_server_runs_that_come_often_start_one(
     sessions: list[ClaudeSession], run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MEMEX_INDEX_WARM", "1")
@@ -141,13 +152,37 @@ def test_with_no_server_the_client_walks_and_starts_one(
     try:
         report = index_json(run)
         assert (report["warm"], report["files"]) == (False, FILES + 1)
+        time.sleep(1.0)
+        assert warm.server_pid(config) is None  # a first run (or a nightly one) starts nothing
+        assert index_json(run)["warm"] is False  # the next, soon after: walked, and a server started
         assert wait_for(lambda: warm.server_pid(config) is not None)
         pid = warm.server_pid(config)
-        assert "--no-model" in Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+        assert "--for-index" in Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
         simple_turn(sessions[1], "one more", "served this time")
         assert wait_for(lambda: index_json(run)["warm"] is True)
     finally:
         warm.shutdown_all(config)
+
+
+def test_a_store_the_server_cannot_write_is_said_as_a_walk_would_say_it(
+    sessions: list[ClaudeSession], home: Path, run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMEX_INDEX_WARM", "1")
+    monkeypatch.setenv("MEMEX_BUSY_TIMEOUT_MS", "200")
+    with serving() as instance:
+        simple_turn(sessions[1], "a prompt while the store is locked", "an answer")
+        holder = sqlite3.connect(instance.config.db_path, isolation_level=None)
+        try:
+            holder.execute("BEGIN IMMEDIATE")  # another writer holds the store past the busy timeout
+            payload = {"agents": [], "roots": live._roots(instance.config, ())}
+            answer = warm.ask(instance.config, "index", payload).answer
+            assert answer is not None and "cannot write to" in answer["store_error"]  # said, not walked again
+            result = run("index", "--json")
+        finally:
+            holder.close()
+        assert result.exit_code != 0
+        assert "cannot write to" in result.stderr and "Traceback" not in result.stderr
+        assert index_json(run)["warm"] is True  # the lock gone: served
 
 
 def test_index_warm_off_never_asks(sessions: list[ClaudeSession], run) -> None:
@@ -194,11 +229,7 @@ def test_real_transcripts_of_every_agent_are_counted_as_a_walk_counts_them(
     first = index_json(run, "--all")
     assert first["files"] >= 10 and first["failed_files"] == 0
     monkeypatch.setenv("MEMEX_INDEX_WARM", "1")
-    instance = warm.WarmServer(load_config(), idle_seconds=120, model=False)
-    thread = threading.Thread(target=instance.serve, daemon=True)
-    thread.start()
-    try:
-        assert wait_for(lambda: warm.ask(instance.config, "ping", {}).answer is not None)
+    with serving():
         rollout = next((tmp_path / "codex-sessions").rglob("*.jsonl"))
         with open(rollout, "a") as handle:  # a Codex rollout grows by the line it ended with
             handle.write(rollout.read_text().splitlines()[-1] + "\n")
@@ -219,6 +250,3 @@ def test_real_transcripts_of_every_agent_are_counted_as_a_walk_counts_them(
             )
         )
         assert counts(index_json(run)) == (first["files"], 0, first["sessions"], first["subagents"], 0, 0)
-    finally:
-        instance.stopping.set()
-        thread.join(10)

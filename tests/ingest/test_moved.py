@@ -180,3 +180,33 @@ def test_a_move_rewrites_the_copies_headers_so_a_store_rebuilt_from_the_archive_
         assert fresh.execute("SELECT count(*) FROM archive_streams WHERE source_gone_at IS NOT NULL").fetchone() == (0,)
         paths = [path for (path,) in fresh.execute("SELECT transcript_path FROM sessions")]
     assert paths and all(path.startswith(f"{new.resolve()}/") for path in paths)
+
+
+def test_a_move_whose_header_was_rewritten_before_a_crash_gets_its_row_at_the_next_run(
+    run, conn, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run killed between rewriting a moved copy's header and its commit leaves the copy naming the new
+    path and the row the old one, pending: the next run records the new path."""
+    old = tmp_path / "claude-projects"
+    _fill(old)
+    _index(run)
+    new = tmp_path / "renamed-projects"
+    os.rename(old, new)
+    monkeypatch.setenv("MEMEX_CLAUDE_DIR", str(new))
+    _index(run)
+    session_id, agent_id, source, stored = conn.execute(
+        "SELECT session_id, agent_id, source_path, stored_bytes FROM archive_streams ORDER BY 1 LIMIT 1"
+    ).fetchone()
+    stale = source.replace(str(new.resolve()), str(old.resolve()))
+    conn.execute(  # as the killed run left it: the row as before the move, the stream pending
+        "UPDATE archive_streams SET source_path = ? WHERE session_id = ? AND agent_id = ?",
+        (stale, session_id, agent_id),
+    )
+    conn.execute("INSERT INTO archive_pending (session_id, agent_id) VALUES (?, ?)", (session_id, agent_id))
+    _index(run)
+    row = conn.execute(
+        "SELECT source_path, stored_bytes FROM archive_streams WHERE session_id = ? AND agent_id = ?",
+        (session_id, agent_id),
+    ).fetchone()
+    assert tuple(row) == (source, stored)
+    assert conn.execute("SELECT count(*) FROM archive_pending").fetchone()[0] == 0

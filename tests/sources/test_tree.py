@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,13 @@ from hypothesis import strategies as st
 from memex.sources import tree as live
 from memex.sources.files import Sieve, candidates
 
-pytestmark = pytest.mark.skipif(not live.available(), reason="inotify is Linux-only")
+pytestmark = [
+    pytest.mark.skipif(not live.available(), reason="inotify is Linux-only"),
+    pytest.mark.skipif(
+        live.available() and live.file_system(tempfile.gettempdir()) not in live.LOCAL_FILE_SYSTEMS,
+        reason="the temporary folder is on a file system the tree does not hold",
+    ),
+]
 
 NAMES = ["a.jsonl", "b.jsonl", "c.json", "d"]
 FOLDERS = ["p", "q", "p/r"]
@@ -211,5 +218,58 @@ def test_a_sieving_walk_over_the_tree_takes_out_what_a_listing_walk_takes_out(tm
             handle.write("{}\n")
         tree.refresh()
         assert _sieved(tree, tmp_path, known) == ([str(files[1]), str(files[3])], [str(files[0]), str(files[2])])
+    finally:
+        tree.close()
+
+
+def test_a_root_whose_parent_was_renamed_is_listed_again(tmp_path: Path) -> None:
+    """No event reaches a root's watch when a folder above it is renamed: its path then names another
+    folder, which `track` notices (device and inode) and lists."""
+    root = tmp_path / "home" / ".claude" / "projects"
+    (root / "p0").mkdir(parents=True)
+    (root / "p0" / "s1.jsonl").write_text("{}\n")
+    tree = live.LiveTree()
+    try:
+        tree.track([str(root)])
+        os.rename(tmp_path / "home" / ".claude", tmp_path / "home" / ".claude.bak")
+        (root / "p1").mkdir(parents=True)
+        (root / "p1" / "new.jsonl").write_text("{}\n")
+        tree.track([str(root)])
+        assert in_tree(tree, str(root)) == on_disk(str(root))
+        shutil.rmtree(tmp_path / "home" / ".claude")  # and gone: not held (the walk finds nothing either)
+        tree.track([str(root)])
+        assert tree.listing(str(root)) is None
+    finally:
+        tree.close()
+
+
+def test_what_inotify_cannot_follow_is_not_held(tmp_path: Path) -> None:
+    assert live.file_system("/proc/self") == "proc" and "proc" not in live.LOCAL_FILE_SYSTEMS
+    (tmp_path / "a" / "b" / "c").mkdir(parents=True)
+    tree = live.LiveTree(watches=2)
+    try:
+        tree.track(["/proc/self"])  # changes there reach no watch
+        assert tree.listing("/proc/self") is None
+        tree.track([str(tmp_path)])  # two watches: the root and one folder under it
+        held = [f for f in (tmp_path, tmp_path / "a", tmp_path / "a" / "b") if tree.listing(str(f)) is not None]
+        assert held == [tmp_path, tmp_path / "a"] and tree.folders == 2
+    finally:
+        tree.close()
+
+
+def test_appends_between_two_looks_are_one_event_each(tmp_path: Path) -> None:
+    """An agent appending line after line between two runs fills the kernel's queue with one event, not one
+    per write (the queue overflows at 16,384 by default)."""
+    transcript = tmp_path / "s.jsonl"
+    transcript.write_text("")
+    tree = live.LiveTree()
+    try:
+        tree.track([str(tmp_path)])
+        for n in range(50):
+            with open(transcript, "a") as handle:  # opened, written, closed: as Node's appendFile does
+                handle.write(f"{n}\n")
+        assert tree._notify is not None
+        events = tree._notify.read(timeout=0)
+        assert len(events) <= 2, events
     finally:
         tree.close()

@@ -329,14 +329,20 @@ def keep_copy(conn: sqlite3.Connection, config: Config, stream: Stream) -> KeepR
         if is_pending(conn, stream.session_id, stream.agent_id):  # a read first: most runs write nothing
             # Pending while up to date: made pending by a move (`memex.ingest.moves`), or by a run killed
             # before it copied. A move's header is rewritten, so it names the transcript's new path.
+            # The row is saved under the lock too: a writer appending to the copy meanwhile would otherwise
+            # have its size overwritten by this one's. A header rewritten by a run killed before its commit
+            # is found naming the source already: the row is brought to it then.
             with archive_lock(root):
                 stored = _relabel(target, stream)
-            with transaction(conn):
-                if stored is not None:
-                    row.source_path, row.stored_bytes, row.updated_at = str(stream.source), stored, now()
-                    save_archive_row(conn, row)
-                    status = "relabelled"
-                copy_kept(conn, stream.session_id, stream.agent_id)
+                relabelled = stored is not None
+                if stored is None and row.source_path != str(stream.source):
+                    stored = target.stat().st_size
+                with transaction(conn):
+                    if stored is not None:
+                        row.source_path, row.stored_bytes, row.updated_at = str(stream.source), stored, now()
+                        save_archive_row(conn, row)
+                        status = "relabelled" if relabelled else status
+                    copy_kept(conn, stream.session_id, stream.agent_id)
         return KeepReport(status, row.raw_bytes, row.stored_bytes)
     source, (source_size, source_mtime_ns) = opened
     with source:

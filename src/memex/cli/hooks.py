@@ -177,11 +177,11 @@ def status_command(app: App, project_dir: Path | None, settings_file: Path | Non
 
 @hooks_group.command("serve")
 @click.option("--idle", type=count_type(0), help="Exit after this many idle seconds (default: warm_idle_seconds).")
-@click.option("--no-model", is_flag=True, hidden=True, help="Load the embedding model on first need, not at start.")
+@click.option("--for-index", is_flag=True, hidden=True, help="List the folders at start, not load the model.")
 @click.pass_obj
-def serve_command(app: App, idle: int | None, no_model: bool) -> None:
+def serve_command(app: App, idle: int | None, for_index: bool) -> None:
     """Run the warm recall server in the foreground (hooks start it on demand; this is for inspection)."""
-    server = warm.WarmServer(app.config, idle, model=not no_model)
+    server = warm.WarmServer(app.config, idle, for_index=for_index)
     if not server.serve():
         app.err.print("memex: a warm server is already running for this MEMEX_HOME and these settings.")
 

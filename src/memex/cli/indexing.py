@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from memex.collector import Paused
 from memex.errors import UserError
-from memex.ingest.live import ask_index
+from memex.ingest.live import ask_index, walked
 from memex.ingest.report import IDLE
 
 if TYPE_CHECKING:
@@ -82,6 +82,8 @@ def run_index(
     else:
         report, nothing, where = _index_here(app, memex, paths, agents, workers, check_archive)
         rows = report.to_json()
+        if not paths:
+            walked(app.config)
     for warning in rows["warnings"]:
         app.say("warning", warning)
     _print_failures(app, rows)
@@ -149,8 +151,7 @@ def _index_here(
             found, workers=workers, on_file=advance, on_total=lambda total: progress.update(task, total=total)
         )
     _last_run[:] = [found, report]
-    nothing = not found.transcripts and not found.unchanged and not report.failed and not report.refused
-    return report, nothing, ", ".join(str(p) for ps in found.roots.values() for p in ps)
+    return report, found.found_nothing(report), found.where
 
 
 def _print_failures(app: IndexApp, rows: dict[str, Any]) -> None:

@@ -254,11 +254,11 @@ def _exchange(
     return Reply(answer)
 
 
-def spawn(config: Config, environ: dict[str, str] | None = None, *, model: bool = True) -> bool:
+def spawn(config: Config, environ: dict[str, str] | None = None, *, for_index: bool = False) -> bool:
     """Start a warm server in the background (detached: it outlives the hook), with this process's
-    environment (or `environ`: the MEMEX_* settings the clients it is for run with). `model`: load the
-    embedding model at once (for prompts), else on the first request that needs it (a server `memex index`
-    starts). False if it could not."""
+    environment (or `environ`: the MEMEX_* settings the clients it is for run with). A server for prompts
+    loads the embedding model at once; one `for_index` lists the agents' folders at once instead (each does
+    the other on the first request that needs it). False if it could not."""
     import subprocess
 
     config.home.mkdir(parents=True, exist_ok=True)
@@ -267,7 +267,7 @@ def spawn(config: Config, environ: dict[str, str] | None = None, *, model: bool 
     try:
         with open(config.home / "warm.log", "ab") as log:
             subprocess.Popen(
-                [sys.executable, "-m", "memex", "hooks", "serve", *([] if model else ["--no-model"])],
+                [sys.executable, "-m", "memex", "hooks", "serve", *(["--for-index"] if for_index else [])],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
@@ -333,9 +333,9 @@ class WarmServer:
     """The server of one MEMEX_HOME and settings: a socket, a few worker threads, one store connection per
     thread."""
 
-    def __init__(self, config: Config, idle_seconds: float | None = None, model: bool = True) -> None:
+    def __init__(self, config: Config, idle_seconds: float | None = None, for_index: bool = False) -> None:
         self.config = config
-        self.model = model  # load the embedding model at start
+        self.for_index = for_index  # started by `memex index`: its folders listed at start, not the model
         self.idle_seconds = config.warm_idle_seconds if idle_seconds is None else idle_seconds
         self.stamp = code_stamp()
         self.settings = settings_stamp(config)
@@ -441,22 +441,24 @@ class WarmServer:
                         break
                     if self._settings_changed():
                         break
+                    if self._live is not None:
+                        self._live.drain()  # the kernel's queue of changes kept short between index runs
                     continue
                 self.last_activity = time.monotonic()
                 pool.submit(self._handle, client)
 
     def _preload(self) -> None:
-        """List and watch the agents' folders, load the embedding model and map the turn vectors now, not
-        on the first request (best effort)."""
+        """What the first request would wait for, done now (best effort): for a server started by `memex
+        index`, list and watch the agents' folders; for one started by a prompt, load the embedding model
+        and map the turn vectors."""
         # On failure the first request meets the problem again (an index run walks; a recall answers
-        # lexically).
-        with contextlib.suppress(Exception):
-            live = self.live_index()
-            if live is not None:
-                live.prepare()
-        if not self.model:
-            return
-        with contextlib.suppress(Exception):
+        # lexically); what it was goes to the server's log.
+        try:
+            if self.for_index:
+                live = self.live_index()
+                if live is not None:
+                    live.prepare()
+                return
             from memex.embed.model import load_embedder
             from memex.search.vector import vector_index
 
@@ -464,6 +466,8 @@ class WarmServer:
             conn = self.store()
             if conn is not None:
                 vector_index(self.config, "turn", embedder.dimension).sync(conn)
+        except Exception as exc:
+            print(f"memex warm server: could not prepare: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
 
     def _settings_changed(self) -> bool:
         """True when `config.toml` was edited so that this process's settings are no longer the server's:
@@ -498,7 +502,8 @@ class WarmServer:
                     break
                 data += block
             answer = self.answer(data)
-            client.sendall(json.dumps(answer, ensure_ascii=False).encode() + b"\n")
+            # ASCII: a file name that is no UTF-8 (a lone surrogate once decoded) must not fail the answer.
+            client.sendall(json.dumps(answer).encode() + b"\n")
         except Exception:  # one bad client must not stop the server
             pass
         finally:
@@ -526,8 +531,10 @@ class WarmServer:
         payload = request.get("payload")
         try:
             result = handler(self, payload if isinstance(payload, dict) else {})
-        except Exception as exc:  # reported to the client, which falls back to the cold path
-            return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        except Exception as exc:  # reported to the client, which falls back to the cold path, and logged
+            error = f"{type(exc).__name__}: {exc}"
+            print(f"memex warm server: {op} failed: {error}", file=sys.stderr, flush=True)
+            return {"ok": False, "error": error}
         self.requests += 1
         return {"ok": True, **result}
 

@@ -5,14 +5,17 @@ A walk of 20,000 transcripts where one changed costs ~140 ms of CPU, most of it 
 `memex.sources.tree.LiveTree` of the folders of the agents whose files are sieved (`SIEVES`), kept exact by
 inotify, and runs the index itself over it: the same discovery and ingest code as `memex index`, only
 its folder listings and `stat`s come from the tree. `memex index` with no PATHS asks the server
-(`ask_index`) and prints its report; it walks itself when no server answers (and starts one for the next
-run), when the server lists other folders (another environment), or when there is much to read (at least
-`PARALLEL_MIN_FILES` files or `PARALLEL_MIN_BYTES`: worker processes, a progress bar and Ctrl-C are the
-client's). Settings: `index_warm` (0: always walk), `warm_idle_seconds` (0: no warm server).
+(`ask_index`) and prints its report; it walks itself when no server answers, when the server lists other
+folders (another environment), or when there is much to read (at least `PARALLEL_MIN_FILES` files or
+`PARALLEL_MIN_BYTES`: worker processes, a progress bar and Ctrl-C are the client's). A run that walked
+starts a server for the next when the run before it was recent (within `warm_idle_seconds`): a server is
+worth its start and its listing of the folders to runs that come often, not to a nightly one.
+Settings: `index_warm` (0: always walk), `warm_idle_seconds` (0: no warm server).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -27,9 +30,12 @@ if TYPE_CHECKING:
     from memex.ingest.state import StoredStream
     from memex.sources.tree import LiveTree
 
-# The server may wait for another writer or list the folders for the first time: a client waits this long
-# (at least) before walking itself.
-READ_TIMEOUT_MS = 30_000
+# The server may wait for another writer (up to `busy_timeout_ms`) or list the folders for the first time: a
+# client waits that long and this much more before walking itself.
+READ_MARGIN_MS = 10_000
+# Touched by every run that walked the default folders itself (in $MEMEX_HOME): when the one before was that
+# recent, a server is started for the next.
+WALKED = "index-walked"
 
 
 def _roots(config: Config, agents: Sequence[str]) -> dict[str, list[str]]:
@@ -37,24 +43,49 @@ def _roots(config: Config, agents: Sequence[str]) -> dict[str, list[str]]:
     from memex.sources import ADAPTERS
     from memex.sources.locations import agent_roots
 
-    return {agent: [str(p) for p in agent_roots(config, agent)] for agent in (list(agents) or sorted(ADAPTERS))}
+    chosen = list(agents) or sorted(ADAPTERS)
+    # Absolute: a relative folder of the environment (`CODEX_HOME=.codex`) is another folder in the server.
+    return {agent: [os.path.abspath(p) for p in agent_roots(config, agent)] for agent in chosen}
 
 
 def ask_index(config: Config, agents: Sequence[str]) -> dict[str, Any] | None:
     """The warm server's index run over `agents`' default folders (`LiveIndex.run`'s answer), or None when
-    this process must walk itself (a server is started then, for the next run)."""
+    this process must walk itself (`walked` afterwards). StoreError when the server could not write to the
+    store (what the run would have met here too)."""
     if not config.index_warm or not config.warm_idle_seconds or not sys.platform.startswith("linux"):
         return None
     from memex.hooks import warm
 
     payload = {"agents": list(agents), "roots": _roots(config, agents)}
-    reply = warm.ask(config, "index", payload, read_timeout_ms=max(config.warm_read_timeout_ms, READ_TIMEOUT_MS))
-    if reply.needs_server:
-        warm.spawn(config, model=False)
+    reply = warm.ask(config, "index", payload, read_timeout_ms=config.busy_timeout_ms + READ_MARGIN_MS)
+    answer = reply.answer
+    if answer is not None and "store_error" in answer:
+        from memex.errors import StoreError
+
+        raise StoreError(str(answer["store_error"]))
+    if answer is None or "report" not in answer:
         return None
-    if reply.answer is None or "report" not in reply.answer:
-        return None
-    return reply.answer
+    return answer
+
+
+def walked(config: Config) -> None:
+    """Note that this process walked the default folders; start a warm server for the next run when the run
+    before was recent too, and no server serves these settings."""
+    if not config.index_warm or not config.warm_idle_seconds or not sys.platform.startswith("linux"):
+        return
+    import time
+
+    from memex.hooks import warm
+
+    marker = config.home / WALKED
+    try:
+        before = marker.stat().st_mtime
+    except OSError:
+        before = None
+    with contextlib.suppress(OSError):
+        marker.touch()
+    if before is not None and time.time() - before < config.warm_idle_seconds and warm.server_pid(config) is None:
+        warm.spawn(config, for_index=True)
 
 
 class LiveIndex:
@@ -79,6 +110,14 @@ class LiveIndex:
         with self.lock:
             self.tree.track(self._folders(_roots(self.config, ())))
 
+    def drain(self) -> None:
+        """Apply the changes the kernel has queued, unless a run is under way (it applies them itself)."""
+        if self.lock.acquire(blocking=False):
+            try:
+                self.tree.refresh()
+            finally:
+                self.lock.release()
+
     def run(self, payload: dict[str, Any]) -> dict[str, Any]:
         """Index the default folders of `payload["agents"]` as `memex index` would; `{"walk": why}` when the
         client must walk itself, else `{"report": IndexReport.to_json(), "nothing": …, "where": …}`."""
@@ -86,21 +125,25 @@ class LiveIndex:
         roots = _roots(self.config, agents)
         if payload.get("roots") != roots:
             return {"walk": "the client's folders are not the server's"}
+        from memex.errors import StoreError
         from memex.ingest.indexer import PARALLEL_MIN_BYTES, PARALLEL_MIN_FILES
         from memex.ingest.state import stored_streams_since
 
         with self.lock:
             self.tree.track(self._folders(roots))
             memex = self._writer()
-            self._stored, self._last = stored_streams_since(memex.conn, self._stored, self._last)
-            found = memex.discover(agents=agents, tree=self.tree, stored=self._stored)
-            files, size = _to_read(found)
-            if files >= PARALLEL_MIN_FILES or size >= PARALLEL_MIN_BYTES:
-                return {"walk": f"{files} files to read"}
-            report = memex.index(found, workers=1)
-        nothing = not found.transcripts and not found.unchanged and not report.failed and not report.refused
-        where = ", ".join(str(p) for ps in found.roots.values() for p in ps)
-        return {"report": report.to_json(), "nothing": nothing, "where": where}
+            try:
+                self._stored, self._last = stored_streams_since(memex.conn, self._stored, self._last)
+                found = memex.discover(agents=agents, tree=self.tree, stored=self._stored)
+                files, size = _to_read(found)
+                # Not the indexer's rule for worker processes (both at once): either is enough to want the
+                # client's progress bar and its Ctrl-C.
+                if files >= PARALLEL_MIN_FILES or size >= PARALLEL_MIN_BYTES:
+                    return {"walk": f"{files} files to read"}
+                report = memex.index(found, workers=1)
+            except StoreError as exc:  # the client says it as its own run would (no second wait for the lock)
+                return {"store_error": str(exc)}
+        return {"report": report.to_json(), "nothing": found.found_nothing(report), "where": found.where}
 
     def close(self) -> None:
         with self.lock:

@@ -13,6 +13,12 @@ client that asks after its agent wrote sees the write. A folder the tree does no
 watch could be added, gone) gets None: the walk lists it itself. When the kernel's queue overflowed,
 some change may be lost: the tree forgets everything and is built again by the next `track`.
 
+What inotify cannot see is not held: a folder on a file system where another computer (or the host of a
+virtual machine) may write without this kernel knowing (NFS, SMB, 9p, FUSE…: only `LOCAL_FILE_SYSTEMS` are
+held), a folder past `max_watches` (at most half of `fs.inotify.max_user_watches`: editors and other tools
+need theirs), and a root whose path now names another folder (a parent renamed: no event reaches the
+root's own watch; `track` compares each root's device and inode).
+
 Linux only (inotify, through `inotify_simple`); elsewhere `available()` is False and every walk lists.
 """
 
@@ -22,6 +28,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Collection, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -30,17 +37,18 @@ if TYPE_CHECKING:
 # What an entry is, as `os.scandir` tells it without following a link.
 FOLDER, REGULAR, OTHER = 1, 2, 0
 # inotify's flags (<sys/inotify.h>; as ints: the enum's operators cost a call per event).
-_MODIFY, _ATTRIB, _CLOSE_WRITE = 0x2, 0x4, 0x8
+_MODIFY, _ATTRIB = 0x2, 0x4
 _MOVED_FROM, _MOVED_TO, _CREATE, _DELETE = 0x40, 0x80, 0x100, 0x200
 _DELETE_SELF, _MOVE_SELF = 0x400, 0x800
 _Q_OVERFLOW, _IGNORED = 0x4000, 0x8000
 _ONLYDIR, _DONT_FOLLOW, _EXCL_UNLINK, _ISDIR = 0x01000000, 0x02000000, 0x04000000, 0x40000000
 # Every change that can alter what a listing or a `stat` says: a name that comes or goes, a file's size or
-# time (written, truncated, touched), a watched folder that goes.
+# time (written, truncated, touched), a watched folder that goes. Not IN_CLOSE_WRITE: a write is reported
+# by IN_MODIFY already, and the kernel merges a run of IN_MODIFY on one name (an agent's appends between
+# two runs) into one event, which an IN_CLOSE_WRITE between them would prevent.
 WATCHED = (
     _MODIFY
     | _ATTRIB
-    | _CLOSE_WRITE
     | _MOVED_FROM
     | _MOVED_TO
     | _CREATE
@@ -52,6 +60,11 @@ WATCHED = (
     | _EXCL_UNLINK
 )
 _NAME_GOES_OR_COMES = _MOVED_FROM | _MOVED_TO | _CREATE | _DELETE
+# File systems whose every change goes through this kernel (`/proc/self/mountinfo`'s names).
+LOCAL_FILE_SYSTEMS = frozenset(
+    {"ext2", "ext3", "ext4", "xfs", "btrfs", "bcachefs", "f2fs", "jfs", "reiserfs", "nilfs2", "zfs"}
+    | {"tmpfs", "ramfs", "overlay", "vfat", "exfat", "ntfs3", "hfsplus", "apfs"}
+)
 
 
 def available() -> bool:
@@ -66,8 +79,9 @@ def available() -> bool:
 
 
 class Entry:
-    """One name in a folder, as `os.DirEntry` answers for it (links not followed); its `stat` is taken once
-    and kept until a change of that name is reported."""
+    """One name in a folder, as `os.DirEntry` answers for it with `follow_symlinks=False` (what the walk
+    asks; a link is never followed, whatever is asked); its `stat` is taken once and kept until a change of
+    that name is reported."""
 
     __slots__ = ("_stat", "kind", "name", "path")
 
@@ -100,12 +114,43 @@ def _now(name: str, path: str) -> Entry | None:
     return Entry(name, path, kind, found)
 
 
+def max_watches() -> int:
+    """How many folders one tree watches at most: half of what this user may watch in all."""
+    try:
+        return int(Path("/proc/sys/fs/inotify/max_user_watches").read_text()) // 2
+    except (OSError, ValueError):
+        return 4_096  # half of the kernel's oldest default
+
+
+def file_system(path: str) -> str | None:
+    """The type of the file system `path` (a real path) is on, from `/proc/self/mountinfo`; None if unknown."""
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return None
+    found, longest = None, -1
+    for line in lines:  # "id parent dev root MOUNT options… - TYPE source options"
+        fields, _, rest = line.partition(" - ")
+        parts = fields.split()
+        if len(parts) < 5 or not rest:
+            continue
+        mount = parts[4].replace("\\040", " ").replace("\\011", "\t").replace("\\134", "\\")
+        inside = path == mount or path.startswith(mount.rstrip("/") + "/")
+        if inside and len(mount) > longest:  # the last of equal mounts is the one on top
+            found, longest = rest.split()[0], len(mount)
+        elif inside and len(mount) == longest:
+            found = rest.split()[0]
+    return found
+
+
 class LiveTree:
     """Folders listed once and kept up to date from inotify's reports (see the module's docstring). Not
     thread-safe: its user serialises `track`, `refresh` and the walks that read `listing`."""
 
-    def __init__(self) -> None:
+    def __init__(self, watches: int | None = None) -> None:
+        self.max_watches = max_watches() if watches is None else watches
         self._notify: INotify | None = None
+        self._roots: dict[str, tuple[int, int]] = {}  # root -> (device, inode) it was when added
         self._folders: dict[str, dict[str, Entry]] = {}  # real path -> name -> entry
         self._watch_of: dict[str, int] = {}  # folder -> its watch descriptor
         self._folder_of: dict[int, str] = {}  # watch descriptor -> folder
@@ -119,11 +164,23 @@ class LiveTree:
 
     def track(self, folders: Iterable[str]) -> None:
         """Hold these folders (real paths, as the walk names them) and everything under them; a folder held
-        already is only brought up to date, one that does not exist is passed over (asked again next time)."""
+        already is only brought up to date (listed again if its path now names another folder), one that
+        does not exist or that inotify cannot follow is passed over (asked again next time)."""
         self.refresh()
         for folder in folders:
-            if folder not in self._folders:
+            try:
+                found = os.stat(folder)
+            except OSError:
+                self._drop(folder, unwatch=True)
+                continue
+            identity = (found.st_dev, found.st_ino)
+            if folder in self._folders and self._roots.get(folder) == identity:
+                continue
+            self._drop(folder, unwatch=True)
+            if file_system(folder) in LOCAL_FILE_SYSTEMS:
                 self._add(folder)
+                if folder in self._folders:
+                    self._roots[folder] = identity
 
     def listing(self, folder: str) -> Collection[Entry] | None:
         """The entries of `folder` as of the last `refresh`, or None when the tree does not hold it."""
@@ -157,6 +214,7 @@ class LiveTree:
         self._watch_of.clear()
         self._folder_of.clear()
         self._memos.clear()
+        self._roots.clear()
 
     def _apply(self, wd: int, mask: int, name: str) -> None:
         folder = self._folder_of.get(wd)
@@ -193,6 +251,8 @@ class LiveTree:
         pending = [folder]
         while pending:
             current = pending.pop()
+            if len(self._watch_of) >= self.max_watches:  # the rest is listed by the walks
+                break
             try:
                 wd = self._notify.add_watch(current, WATCHED)
             except OSError:  # gone, not readable, or no watch left (fs.inotify.max_user_watches): listed by walks
@@ -234,6 +294,7 @@ class LiveTree:
         for held in [f for f in self._folders if f == folder or f.startswith(inside)]:
             del self._folders[held]
             self._memos.pop(held, None)
+            self._roots.pop(held, None)
         for held in [f for f in self._watch_of if f == folder or f.startswith(inside)]:
             wd = self._watch_of.pop(held)
             self._folder_of.pop(wd, None)
