@@ -143,6 +143,7 @@ class Computer:
             "MEMEX_API_ADDRESS": "127.0.0.1:0",
             "MEMEX_API_TOKEN": TOKEN,
             "MEMEX_INDEX_WORKERS": "1",
+            "MEMEX_INDEX_WARM": "0",  # every `memex index` walks: no warm server left behind
             "MEMEX_DAEMON_SCAN_SECONDS": "0",
             "MEMEX_REDIS_RETRY_SECONDS": "5",
         }

@@ -39,7 +39,7 @@ def _until(check, seconds: float = 60.0):
 
 
 def test_the_stop_hook_stores_the_answer_just_given(tmp_path: Path, mock_model) -> None:  # noqa: F811
-    port, _ = mock_model
+    port, requests = mock_model
     home, project, memex_home = tmp_path / "home", tmp_path / "proj", tmp_path / "memex-home"
     (home / ".claude").mkdir(parents=True)
     project.mkdir()
@@ -85,11 +85,32 @@ def test_the_stop_hook_stores_the_answer_just_given(tmp_path: Path, mock_model) 
             return "❯" in pane()
 
         _until(ready)
-        subprocess.run([*tmux, "send-keys", "-t", "cc", PROMPT, "Enter"], check=True)
+        # Typed, then sent once it shows: an Enter that arrives while the input box is still starting up is
+        # lost (seen on a loaded machine), so it is pressed again if the model was not asked meanwhile.
+        subprocess.run([*tmux, "send-keys", "-t", "cc", "-l", PROMPT], check=True)
+
+        def typed() -> bool:
+            """the prompt is in the input box"""
+            return PROMPT[:24] in pane()
+
+        _until(typed)
+
+        def asked() -> int:
+            return len(requests.read_text().splitlines()) if requests.exists() else 0
+
+        before = asked()
+        subprocess.run([*tmux, "send-keys", "-t", "cc", "Enter"], check=True)
+        sent = time.monotonic()
 
         def answered() -> bool:
             """the mock's answer is shown"""
-            return "Mock answer" in pane()
+            nonlocal sent
+            if "Mock answer" in pane():
+                return True
+            if asked() == before and time.monotonic() - sent > 15:
+                subprocess.run([*tmux, "send-keys", "-t", "cc", "Enter"], check=True)
+                sent = time.monotonic()
+            return False
 
         _until(answered)
 

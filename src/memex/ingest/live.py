@@ -154,13 +154,13 @@ class LiveIndex:
 
     def _folders(self, roots: dict[str, list[str]]) -> list[str]:
         """The real paths of the folders that the sieving agents' roots are."""
-        from memex.sources import adapter
+        from memex.sources import ADAPTERS
         from memex.sources.files import safe_resolve
 
         return [
             str(safe_resolve(Path(root)))
             for agent, paths in roots.items()
-            if getattr(adapter(agent), "SIEVES", False)
+            if getattr(ADAPTERS[agent], "SIEVES", False)
             for root in paths
             if os.path.isdir(root)
         ]

@@ -1,6 +1,6 @@
 """Source adapters, one per agent: find transcripts and turn their records into normalised entries.
 
-Each adapter is a module satisfying `sources.adapter.SourceAdapter` (`AGENT`, `INCREMENTAL`, `discover`,
+Each adapter is a module satisfying `sources.protocol.SourceAdapter` (`AGENT`, `INCREMENTAL`, `discover`,
 `classify`, `subagent_transcripts`, `read_entries`), listed in `AGENTS`. A module with
 `INCREMENTAL = False` is re-read whole whenever its file changes (its offsets are ignored).
 
@@ -29,9 +29,9 @@ from memex.config import Config
 
 if TYPE_CHECKING:
     from memex.sources import aider, claude, cline, codex, copilot, cursor, gemini, kimi, opencode, pi, qwen, roo
-    from memex.sources.adapter import SourceAdapter
     from memex.sources.jsonl import RawLine
     from memex.sources.model import BadLine, Entry, Transcript
+    from memex.sources.protocol import SourceAdapter
 
 # The agents memex reads, each with its adapter module `memex.sources.<agent>`.
 AGENTS = ("claude", "codex", "gemini", "copilot", "qwen", "pi", "kimi", "cline", "roo", "aider", "cursor", "opencode")
