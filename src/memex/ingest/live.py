@@ -115,6 +115,8 @@ class LiveIndex:
         if self.lock.acquire(blocking=False):
             try:
                 self.tree.refresh()
+            except OSError:  # the queue unreadable: dropped, the next run lists the folders again
+                self.tree.close()
             finally:
                 self.lock.release()
 
@@ -130,7 +132,11 @@ class LiveIndex:
         from memex.ingest.state import stored_streams_since
 
         with self.lock:
-            self.tree.track(self._folders(roots))
+            try:
+                self.tree.track(self._folders(roots))
+            except OSError as exc:  # a change may have been read and not applied: the tree is not trusted
+                self.tree.close()
+                return {"walk": f"the folders' changes could not be read: {exc}"}
             memex = self._writer()
             try:
                 self._stored, self._last = stored_streams_since(memex.conn, self._stored, self._last)
