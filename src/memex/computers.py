@@ -36,6 +36,14 @@ def follow_rename(conn: sqlite3.Connection, config: Config) -> dict[str, int]:
     return moved
 
 
+def rename_notes(moved: dict[str, int], computer: str) -> list[str]:
+    """What `memex index` says of a rename `follow_rename` followed."""
+    return [
+        f"this computer was {old!r}, now {computer!r}: {count} sessions follow the new name"
+        for old, count in moved.items()
+    ]
+
+
 def forget_computer(conn: sqlite3.Connection, config: Config, name: str) -> int:
     """Forget computer `name` here (its mirrors and registry entry) and queue telling the others; returns
     how many mirrors went. This computer cannot forget itself."""

@@ -8,6 +8,8 @@ import json
 import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -250,3 +252,31 @@ def test_real_transcripts_of_every_agent_are_counted_as_a_walk_counts_them(
             )
         )
         assert counts(index_json(run)) == (first["files"], 0, first["sessions"], first["subagents"], 0, 0)
+
+
+def test_a_served_run_opens_no_store_in_the_client_and_says_a_rename(
+    sessions: list[ClaudeSession], run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The client of a served run imports neither the store's modules nor SQLite; the server follows a
+    renamed computer and says so through the client, as the client's own run would."""
+    monkeypatch.setenv("MEMEX_INDEX_WARM", "1")
+
+    def index() -> tuple[subprocess.CompletedProcess[str], set[str]]:
+        entry = "from memex.cli.entry import main; main()"
+        result = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", entry, "index", "--json"], capture_output=True, text=True
+        )
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["warm"] is True
+        lines = result.stderr.splitlines()
+        result.stderr = "\n".join(line for line in lines if "import time:" not in line)
+        return result, {line.rsplit("|", 1)[-1].strip() for line in lines if "import time:" in line}
+
+    with serving():
+        _, imported = index()
+        assert "memex.cli.lean" in imported and not {"memex.api", "sqlite3", "memex.store.db"} & imported
+    monkeypatch.setenv("MEMEX_COMPUTER", "newbox")  # the sessions were indexed as testbox
+    with serving():
+        renamed, _ = index()
+        assert f"this computer was 'testbox', now 'newbox': {FILES} sessions" in renamed.stderr
+        assert "testbox" not in run("sessions", "list", "--json").stdout

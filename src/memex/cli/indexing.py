@@ -69,17 +69,22 @@ def run_index(
     """Index transcripts (`memex index`'s options) and print what was done; returns the exit status."""
     if everything and (paths or agents):
         raise UserError("--all indexes every agent's default folders: give it no PATHS and no --agent")
-    memex = app.memex(readonly=False)
-    for old, moved in memex.follow_rename().items():
-        app.say("note", f"this computer was {old!r}, now {app.config.computer!r}: {moved} sessions follow the new name")
-    if check_archive and not app.config.archive_enabled:
-        app.say("note", "the archive is turned off (archive_enabled = 0): --check-archive has no copies to look at")
-    # Over the default folders, the warm server's live tree answers without a walk (`memex.ingest.live`).
+    # Over the default folders, the warm server's live tree answers without a walk (`memex.ingest.live`);
+    # this process then never opens the store.
     answer = None if paths or check_archive else ask_index(app.config, agents)
     if answer is not None:
+        for note in answer.get("notes") or ():
+            app.say("note", str(note))
         rows: dict[str, Any] = answer["report"]
         nothing, where = bool(answer.get("nothing")), str(answer.get("where") or "")
     else:
+        from memex.computers import rename_notes
+
+        memex = app.memex(readonly=False)
+        for note in rename_notes(memex.follow_rename(), app.config.computer):
+            app.say("note", note)
+        if check_archive and not app.config.archive_enabled:
+            app.say("note", "the archive is turned off (archive_enabled = 0): --check-archive has no copies to look at")
         report, nothing, where = _index_here(app, memex, paths, agents, workers, check_archive)
         rows = report.to_json()
         if not paths:

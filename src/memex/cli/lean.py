@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, TextIO
 
-from memex.api import Memex
 from memex.cli.indexing import run_index
 from memex.cli.plain import PIPE_WIDTH, Bar, Hidden, summary_lines, write_json
 from memex.config import Config, load_config
@@ -24,6 +23,7 @@ from memex.config import Config, load_config
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from memex.api import Memex
     from memex.cli.app import App
 
 # The flags a lean run takes (any other argument, a path, --agent, --workers…, goes through click).
@@ -61,6 +61,8 @@ class LeanApp:
 
     def memex(self, readonly: bool = True) -> Memex:
         if self._memex is None:
+            from memex.api import Memex  # not for a run the warm server makes: it opens no store here
+
             self._memex = Memex(self.config, readonly=readonly)
         return self._memex
 

@@ -55,7 +55,12 @@ def summary_lines(title: str, rows: Sequence[tuple[str, str]], width: int) -> li
     `width` wide; None when rich would print it otherwise (a cell or title rich would change, too wide)."""
     # (rich centres a title without its outer spaces: such a title, never memex's own, is left to rich)
     plain_title = title.isprintable() and title == title.strip()
-    if not rows or not plain_title or not all(cell.isprintable() for row in rows for cell in row):
+    # (and a cell with outer spaces, which rich trims before it aligns: memex's summaries have none)
+    if (
+        not rows
+        or not plain_title
+        or not all(cell.isprintable() and cell == cell.strip() for row in rows for cell in row)
+    ):
         return None
     labels, values = max(cell_width(label) for label, _ in rows), max(cell_width(value) for _, value in rows)
     inner = labels + values + 4  # a space either side of every cell

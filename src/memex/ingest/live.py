@@ -122,11 +122,13 @@ class LiveIndex:
 
     def run(self, payload: dict[str, Any]) -> dict[str, Any]:
         """Index the default folders of `payload["agents"]` as `memex index` would; `{"walk": why}` when the
-        client must walk itself, else `{"report": IndexReport.to_json(), "nothing": …, "where": …}`."""
+        client must walk itself, else `{"report": IndexReport.to_json(), "nothing": …, "where": …, "notes": […]}`
+        (the notes of a renamed computer followed, as the client's own run would have followed it)."""
         agents = [str(agent) for agent in payload.get("agents") or ()]
         roots = _roots(self.config, agents)
         if payload.get("roots") != roots:
             return {"walk": "the client's folders are not the server's"}
+        from memex.computers import rename_notes
         from memex.errors import StoreError
         from memex.ingest.indexer import PARALLEL_MIN_BYTES, PARALLEL_MIN_FILES
         from memex.ingest.state import stored_streams_since
@@ -139,6 +141,7 @@ class LiveIndex:
                 return {"walk": f"the folders' changes could not be read: {exc}"}
             memex = self._writer()
             try:
+                notes = rename_notes(memex.follow_rename(), self.config.computer)
                 self._stored, self._last = stored_streams_since(memex.conn, self._stored, self._last)
                 found = memex.discover(agents=agents, tree=self.tree, stored=self._stored)
                 files, size = _to_read(found)
@@ -149,7 +152,12 @@ class LiveIndex:
                 report = memex.index(found, workers=1)
             except StoreError as exc:  # the client says it as its own run would (no second wait for the lock)
                 return {"store_error": str(exc)}
-        return {"report": report.to_json(), "nothing": found.found_nothing(report), "where": found.where}
+        return {
+            "report": report.to_json(),
+            "nothing": found.found_nothing(report),
+            "where": found.where,
+            "notes": notes,
+        }
 
     def close(self) -> None:
         with self.lock:
