@@ -10,7 +10,8 @@ The row naming the grown transcript is `memex index PATH` (what the Stop hook do
 re-indexes "the one file" does): no folder is walked. The last rows run `memex index` with a warm server up
 (`index_warm = 1`, `memex.ingest.live`): the server's live tree (inotify) replaces the walk and the server
 runs the index; "server CPU ms" is what its threads spent meanwhile (/proc/PID/task/*/schedstat), to be added
-to the client's for the whole cost.
+to the client's for the whole cost. The last two rows are the daemon's scan for changed transcripts (every
+`daemon_scan_seconds`), polling every file's size and time, and reading the folders from a live tree.
 
 Writes `--files` small Claude Code transcripts (two turns each, 100 per project folder) into
 bench/.cache/walk-<files> and backfills them once (cached); then runs `memex index --no-embed` as a new
@@ -153,6 +154,30 @@ def instructions(command: list[str], env: dict[str, str]) -> int | None:
     return int(found.group(1).replace(",", "")) if found else None
 
 
+def daemon_scans(root: Path, runs: int, blanks: int) -> list[list[str]]:
+    """Rows of the daemon's scan for changed transcripts (`memex.sync.watch.Watcher.scan`, in this process):
+    CPU per scan polling every file, and reading the folders from a live tree (inotify)."""
+    from memex.sources.tree import LiveTree, available
+    from memex.sync.watch import Watcher
+
+    rows = []
+    for label, tree in (("polling", None), ("live tree", LiveTree() if available() else None)):
+        if label == "live tree" and tree is None:
+            continue
+        watcher = Watcher({"claude": [root / "projects"]}, time.monotonic, 1.0, 5.0, tree)
+        watcher.baseline()
+        spent = []
+        for _ in range(runs):
+            started = time.process_time()
+            watcher.scan()
+            spent.append(time.process_time() - started)
+        if tree is not None:
+            tree.close()
+        rows.append([f"the daemon's scan for changes, {label} (in process)", f"{statistics.median(spent) * 1000:.0f}"])
+        rows[-1] += ["-"] * blanks
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=20_000)
@@ -254,6 +279,7 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait()
+    rows.extend(daemon_scans(root, args.runs, 6 + args.instructions))
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     table = Table(
         title=f"Incremental `memex index` over {args.files:,} transcripts (median of {args.runs} runs; "

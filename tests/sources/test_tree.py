@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from memex.sources import tree as live
 from memex.sources.files import Sieve, candidates
+from memex.sync.watch import Watcher
 
 pytestmark = [
     pytest.mark.skipif(not live.available(), reason="inotify is Linux-only"),
@@ -273,3 +274,36 @@ def test_appends_between_two_looks_are_one_event_each(tmp_path: Path) -> None:
         assert len(events) <= 2, events
     finally:
         tree.close()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(STEPS, max_size=20), scan_every=st.integers(1, 5))
+def test_the_daemons_scan_over_the_tree_sees_what_a_polling_scan_sees(
+    tmp_path: Path, steps: list[tuple[str, str, str]], scan_every: int
+) -> None:
+    """`memex.sync.watch.Watcher` with the live tree reports the same changed files as without it."""
+    case = Path(tmp_path, f"case-{os.urandom(4).hex()}")
+    root, outside = case / "root", case / "outside"
+    for folder in FOLDERS:
+        (root / folder).mkdir(parents=True)
+    outside.mkdir()
+    (root / "p" / "a.jsonl").write_text("{}\n")
+    clock = [0.0]
+    tree = live.LiveTree()
+    watched = Watcher({"claude": [root]}, lambda: clock[0], debounce=1.0, debounce_max=5.0, tree=tree)
+    polled = Watcher({"claude": [root]}, lambda: clock[0], debounce=1.0, debounce_max=5.0)
+    try:
+        watched.baseline()
+        polled.baseline()
+        assert watched._seen == polled._seen
+        for n, step in enumerate(steps, 1):
+            _apply(root, outside, step)
+            if n % scan_every == 0:
+                clock[0] += 1.0
+                assert watched.scan() == polled.scan()
+                assert watched._seen == polled._seen and set(watched._changes) == set(polled._changes)
+        clock[0] += 1.0
+        assert watched.scan() == polled.scan() and watched._seen == polled._seen
+    finally:
+        tree.close()
+        shutil.rmtree(case)

@@ -2,11 +2,12 @@
 
 `memex index` over 20,000 transcripts where one changed spends most of its CPU listing folders and
 `stat`ing every file (one system call each: ~55 ms on 2 cores, whatever the walk's own cost). A process
-that lives between runs (the warm server, `memex.ingest.live`) can keep the listing instead: each folder
-is listed once, watched, and then only the names the kernel reports changed are looked at again.
+that lives between runs (the warm server, `memex.ingest.live`; the daemon's scans, `memex.sync.watch`) can
+keep the listing instead: each folder is listed once, watched, and then only the names the kernel reports
+changed are looked at again.
 
 The tree answers for the folders it holds exactly what `os.scandir` would (`listing`: entries with
-`name`, `is_file`, `is_dir` and `stat`, all without following links, as `memex.sources.files` asks), as of
+`name`, `path`, `is_file`, `is_dir` and `stat`, as `os.DirEntry` has them), as of
 the last `refresh`, which reads every notification the kernel has queued. A write that returned before
 `refresh` was called is in that queue (inotify queues the event in the writer's own system call), so a
 client that asks after its agent wrote sees the write. A folder the tree does not hold (not tracked, no
@@ -15,9 +16,10 @@ some change may be lost: the tree forgets everything and is built again by the n
 
 What inotify cannot see is not held: a folder on a file system where another computer (or the host of a
 virtual machine) may write without this kernel knowing (NFS, SMB, 9p, FUSE…: only `LOCAL_FILE_SYSTEMS` are
-held), a folder past `max_watches` (at most half of `fs.inotify.max_user_watches`: editors and other tools
-need theirs), and a root whose path now names another folder (a parent renamed: no event reaches the
-root's own watch; `track` compares each root's device and inode).
+held), a folder past `max_watches` (a quarter of `fs.inotify.max_user_watches`: the daemon and the warm
+server may each hold a tree, and editors and other tools need theirs), and a root whose path now names
+another folder (a parent renamed: no event reaches the root's own watch; `track` compares each root's
+device and inode). What a link points to is not watched: a link is looked at again every time.
 
 Linux only (inotify, through `inotify_simple`); elsewhere `available()` is False and every walk lists.
 """
@@ -79,9 +81,9 @@ def available() -> bool:
 
 
 class Entry:
-    """One name in a folder, as `os.DirEntry` answers for it with `follow_symlinks=False` (what the walk
-    asks; a link is never followed, whatever is asked); its `stat` is taken once and kept until a change of
-    that name is reported."""
+    """One name in a folder, answering as `os.DirEntry` does; its own `stat` (a link's, not its target's) is
+    taken once and kept until a change of that name is reported. What a link points to is not watched:
+    asked with `follow_symlinks`, a link is looked at every time."""
 
     __slots__ = ("_stat", "kind", "name", "path")
 
@@ -91,13 +93,19 @@ class Entry:
         self.kind = kind
         self._stat = stat
 
-    def is_file(self, *, follow_symlinks: bool = False) -> bool:
+    def is_file(self, *, follow_symlinks: bool = True) -> bool:
+        if self.kind == OTHER and follow_symlinks:
+            return os.path.isfile(self.path)
         return self.kind == REGULAR
 
-    def is_dir(self, *, follow_symlinks: bool = False) -> bool:
+    def is_dir(self, *, follow_symlinks: bool = True) -> bool:
+        if self.kind == OTHER and follow_symlinks:
+            return os.path.isdir(self.path)
         return self.kind == FOLDER
 
-    def stat(self, *, follow_symlinks: bool = False) -> os.stat_result:
+    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
+        if self.kind == OTHER and follow_symlinks:
+            return os.stat(self.path)
         if self._stat is None:
             self._stat = os.lstat(self.path)
         return self._stat
@@ -115,11 +123,12 @@ def _now(name: str, path: str) -> Entry | None:
 
 
 def max_watches() -> int:
-    """How many folders one tree watches at most: half of what this user may watch in all."""
+    """How many folders one tree watches at most: a quarter of what this user may watch in all (the daemon
+    and the warm server may each hold one; editors and other tools need theirs)."""
     try:
-        return int(Path("/proc/sys/fs/inotify/max_user_watches").read_text()) // 2
+        return int(Path("/proc/sys/fs/inotify/max_user_watches").read_text()) // 4
     except (OSError, ValueError):
-        return 4_096  # half of the kernel's oldest default
+        return 2_048  # a quarter of the kernel's oldest default
 
 
 def file_system(path: str) -> str | None:

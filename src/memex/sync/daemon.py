@@ -39,6 +39,8 @@ from memex.ingest.pipeline import failed_report, ingest_transcript, is_store_fai
 from memex.signals import PID_FILE, take_stops
 from memex.sources import ADAPTERS
 from memex.sources.files import safe_resolve
+from memex.sources.tree import LiveTree
+from memex.sources.tree import available as tree_available
 from memex.store.db import connect
 from memex.store.queries import known_projects, session_count, session_of_transcript
 from memex.sync import forgets, outbox
@@ -106,7 +108,10 @@ class Daemon:
         )
         self.consumer = Consumer(self.conn, self.keys, config.computer, config.sync_batch, config)
         self.roots = default_roots(config, sorted(ADAPTERS), known_projects(self.conn))
-        self.watcher = Watcher(self.roots, clock, config.daemon_debounce_seconds, config.daemon_debounce_max_seconds)
+        self.tree = LiveTree() if tree_available() else None  # the scans read unchanged folders from it
+        self.watcher = Watcher(
+            self.roots, clock, config.daemon_debounce_seconds, config.daemon_debounce_max_seconds, self.tree
+        )
         self.api: ApiServer | None = None
         self.started_at = clock()
         self._active: dict[str, float] = {}  # session id -> when a write to it was last seen
@@ -163,6 +168,8 @@ class Daemon:
 
     def close(self) -> None:
         """Stop the API, withdraw the heartbeat, release the lock."""
+        if self.tree is not None:
+            self.tree.close()
         if self.api is not None:
             self.api.stop()
             self.api = None
