@@ -48,11 +48,16 @@ def _roots(config: Config, agents: Sequence[str]) -> dict[str, list[str]]:
     return {agent: [os.path.abspath(p) for p in agent_roots(config, agent)] for agent in chosen}
 
 
+def _enabled(config: Config) -> bool:
+    """Whether `memex index` goes through a warm server here (`index_warm`, a warm server allowed, Linux)."""
+    return bool(config.index_warm and config.warm_idle_seconds and sys.platform.startswith("linux"))
+
+
 def ask_index(config: Config, agents: Sequence[str]) -> dict[str, Any] | None:
     """The warm server's index run over `agents`' default folders (`LiveIndex.run`'s answer), or None when
     this process must walk itself (`walked` afterwards). StoreError when the server could not write to the
     store (what the run would have met here too)."""
-    if not config.index_warm or not config.warm_idle_seconds or not sys.platform.startswith("linux"):
+    if not _enabled(config):
         return None
     from memex.hooks import warm
 
@@ -71,7 +76,7 @@ def ask_index(config: Config, agents: Sequence[str]) -> dict[str, Any] | None:
 def walked(config: Config) -> None:
     """Note that this process walked the default folders; start a warm server for the next run when the run
     before was recent too, and no server serves these settings."""
-    if not config.index_warm or not config.warm_idle_seconds or not sys.platform.startswith("linux"):
+    if not _enabled(config):
         return
     import time
 

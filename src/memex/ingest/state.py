@@ -141,9 +141,7 @@ def stored_streams(conn: sqlite3.Connection) -> dict[str, StoredStream]:
     store's snapshot of them and the log of what changed since (`memex.store.snapshots`)."""
     found = snapshots.read_streams(conn)
     known = _by_path(found.rows)  # tens of thousands: made into a dict without a Python-level call
-    for path in found.gone:
-        known.pop(path, None)
-    known.update(_by_path(found.fresh))
+    _apply_changes(known, found.gone, found.fresh)
     if found.retake:
         snapshots.take(conn, snapshots.STREAMS, found.rows, found.last_change)
     return known
@@ -164,10 +162,15 @@ def stored_streams_since(
     if not gone and not fresh:
         return known, now
     updated = dict(known)
-    for path in gone:
-        updated.pop(path, None)
-    updated.update(_by_path(fresh))
+    _apply_changes(updated, gone, fresh)
     return updated, now
+
+
+def _apply_changes(known: dict[str, StoredStream], gone: list[str], fresh: list[snapshots.Row]) -> None:
+    """Bring `known` to the store's rows: the streams' former paths out, their rows now in."""
+    for path in gone:
+        known.pop(path, None)
+    known.update(_by_path(fresh))
 
 
 def stored_streams_at(conn: sqlite3.Connection, paths: Iterable[str]) -> dict[str, StoredStream]:

@@ -76,11 +76,9 @@ def read_streams(conn: sqlite3.Connection) -> Streams:
         if snapshot is None:  # a store not migrated yet (a read-only connection)
             return Streams(streams.every_stream(conn))
         if snapshot:
-            changes = _logged(cursor, STREAMS, "old_path, session_id, agent_id", snapshot[0])
-            if changes is not None:
-                keys = dict.fromkeys((session_id, agent_id) for _, session_id, agent_id in changes)
-                fresh = [row for row in (streams.one_stream(conn, *key) for key in keys) if row is not None]
-                return Streams(marshal.loads(snapshot[1]), [old for old, _, _ in changes if old is not None], fresh)
+            changed = _streams_changed(conn, cursor, snapshot[0])
+            if changed is not None:
+                return Streams(marshal.loads(snapshot[1]), *changed)
         return Streams(streams.every_stream(conn), retake=True, last_change=_last_change(cursor, STREAMS))
 
 
@@ -92,12 +90,23 @@ def streams_since(conn: sqlite3.Connection, last: int) -> tuple[list[str], list[
         now = _sequence(cursor)
         if now < last:  # another store under the same name
             return None
-        changes = _logged(cursor, STREAMS, "old_path, session_id, agent_id", last)
-        if changes is None or len(changes) != now - last:  # ids are never reused: a gap is a span dropped
-            return None
-        keys = dict.fromkeys((session_id, agent_id) for _, session_id, agent_id in changes)
-        fresh = [row for row in (streams.one_stream(conn, *key) for key in keys) if row is not None]
-        return [old for old, _, _ in changes if old is not None], fresh, now
+        changed = _streams_changed(conn, cursor, last, now - last)
+        return None if changed is None else (*changed, now)
+
+
+def _streams_changed(
+    conn: sqlite3.Connection, cursor: sqlite3.Cursor, since: int, expected: int | None = None
+) -> tuple[list[str], list[Row]] | None:
+    """The stored streams changed after change `since`, in the reading transaction of `cursor`: the paths
+    they had before (`Streams.gone`) and their rows now (`fresh`). None when the log holds more than
+    RETAKE_AFTER_CHANGES after it, or not the `expected` number of changes (ids are never reused: a gap is
+    a span the log dropped)."""
+    changes = _logged(cursor, STREAMS, "old_path, session_id, agent_id", since)
+    if changes is None or (expected is not None and len(changes) != expected):
+        return None
+    keys = dict.fromkeys((session_id, agent_id) for _, session_id, agent_id in changes)
+    fresh = [row for row in (streams.one_stream(conn, *key) for key in keys) if row is not None]
+    return [old for old, _, _ in changes if old is not None], fresh
 
 
 def last_stream_change(conn: sqlite3.Connection) -> int:
