@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,16 @@ BLOG = "/home/dev/blog"
 PAST = "11111111-aaaa-4bbb-8ccc-000000000001"  # shop: the empty-config fix
 OTHER = "22222222-aaaa-4bbb-8ccc-000000000002"  # blog: the same bug in another project
 CURRENT = "33333333-aaaa-4bbb-8ccc-000000000003"  # shop: the session asking
+
+
+def wait_for(condition: Callable[[], object], seconds: float = 15.0) -> bool:
+    """Whether `condition()` came true within `seconds` (a warm server starting, its first answer)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def hook(

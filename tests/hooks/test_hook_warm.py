@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from hooktools import MEMEX, PAST, build_corpus, context, hook, prompt_event, runs
+from hooktools import MEMEX, PAST, build_corpus, context, hook, prompt_event, runs, wait_for
 from memex import doctor
 from memex.api import Memex
 from memex.config import Config, load_config
@@ -30,15 +30,6 @@ def corpus(home: Path, tmp_path: Path, run, monkeypatch: pytest.MonkeyPatch):
     sessions = build_corpus(tmp_path / "claude-projects")
     run("index", str(tmp_path / "claude-projects"))
     return sessions
-
-
-def wait_for(condition, seconds: float = 15.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ replaces the walk, and the run indexes, counts and reports what a walk would."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 
+import hooktools
 from agent_cli import index_json
 from memex.config import Config, load_config
 from memex.hooks import warm
@@ -30,13 +32,8 @@ pytestmark = pytest.mark.skipif(not tree.available(), reason="the live tree need
 FILES = 6
 
 
-def wait_for(condition: Any, seconds: float = 20.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return False
+# A server's first answer may wait for its listing of the folders.
+wait_for = functools.partial(hooktools.wait_for, seconds=20.0)
 
 
 @pytest.fixture

@@ -99,6 +99,18 @@ def _apply(root: Path, outside: Path, step: tuple[str, str, str]) -> None:
         pass
 
 
+def _case(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A fresh folder for one generated example (hypothesis reuses `tmp_path`): its root with FOLDERS and a
+    transcript, and a folder outside the root to move things through."""
+    case = Path(tmp_path, f"case-{os.urandom(4).hex()}")
+    root, outside = case / "root", case / "outside"
+    for folder in FOLDERS:
+        (root / folder).mkdir(parents=True)
+    outside.mkdir()
+    (root / "p" / "a.jsonl").write_text("{}\n")
+    return case, root, outside
+
+
 PATHS = st.sampled_from([*NAMES, *FOLDERS, *(f"{f}/{n}" for f in FOLDERS for n in NAMES)])
 STEPS = st.tuples(
     st.sampled_from(["write", "truncate", "touch", "delete", "mkdir", "rename", "out", "link"]), PATHS, PATHS
@@ -110,12 +122,7 @@ STEPS = st.tuples(
 def test_the_tree_lists_what_the_disk_holds_after_any_changes(
     tmp_path: Path, steps: list[tuple[str, str, str]], refresh_every: int
 ) -> None:
-    case = Path(tmp_path, f"case-{os.urandom(4).hex()}")
-    root, outside = case / "root", case / "outside"
-    for folder in FOLDERS:
-        (root / folder).mkdir(parents=True)
-    outside.mkdir()
-    (root / "p" / "a.jsonl").write_text("{}\n")
+    case, root, outside = _case(tmp_path)
     tree = live.LiveTree()
     try:
         tree.track([str(root)])
@@ -282,12 +289,7 @@ def test_the_daemons_scan_over_the_tree_sees_what_a_polling_scan_sees(
     tmp_path: Path, steps: list[tuple[str, str, str]], scan_every: int
 ) -> None:
     """`memex.sync.watch.Watcher` with the live tree reports the same changed files as without it."""
-    case = Path(tmp_path, f"case-{os.urandom(4).hex()}")
-    root, outside = case / "root", case / "outside"
-    for folder in FOLDERS:
-        (root / folder).mkdir(parents=True)
-    outside.mkdir()
-    (root / "p" / "a.jsonl").write_text("{}\n")
+    case, root, outside = _case(tmp_path)
     clock = [0.0]
     tree = live.LiveTree()
     watched = Watcher({"claude": [root]}, lambda: clock[0], debounce=1.0, debounce_max=5.0, tree=tree)
